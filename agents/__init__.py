@@ -1,0 +1,1 @@
+"""Agents that act in tooluse-gym environments, the rollout loop and the command-line tools."""

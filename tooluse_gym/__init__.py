@@ -1,0 +1,24 @@
+"""tooluse-gym: LLM tool calling as Gymnasium environments, scored like the official checkers.
+
+    import gymnasium as gym
+    import tooluse_gym  # registers the ids
+
+    env = gym.make("ToolUse-MultiTurn-v0", category="base")
+
+Importing this package registers environment ids only; it never imports torch or vLLM.
+"""
+
+from __future__ import annotations
+
+from gymnasium.envs.registration import register, registry
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]
+
+if "ToolUse-MultiTurn-v0" not in registry:
+    register(
+        id="ToolUse-MultiTurn-v0",
+        entry_point="tooluse_gym.envs.multi_turn:MultiTurnEnv",
+        disable_env_checker=False,
+    )

@@ -1,0 +1,186 @@
+"""Per-turn checking equivalent to BFCL's `multi_turn_checker`, written for this project.
+
+After every user turn whose ground truth is non-empty:
+
+1. the turn must contain at least one executing step (``multi_turn:empty_turn_model_response``);
+2. every public attribute of every backend instance must equal the ground-truth
+   instance's (``multi_turn:instance_state_mismatch``);
+3. the ground-truth results of the turn must be an unordered sub-multiset of all the
+   model's results so far (``multi_turn:execution_response_mismatch``).
+
+Turns with empty ground truth are executed (they shape later state) but not checked. The
+episode is valid when every checked turn passes; its error is the first failing turn's.
+An episode cut short by the step limit before its last turn fails with
+``multi_turn:force_terminated`` (BFCL's runner checks the turn count before anything else).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tooluse_gym.tasks.schema import Task
+from tooluse_gym.tools.runtime import ToolRuntime
+
+EMPTY_TURN = "multi_turn:empty_turn_model_response"
+STATE_MISMATCH = "multi_turn:instance_state_mismatch"
+RESPONSE_MISMATCH = "multi_turn:execution_response_mismatch"
+FORCE_TERMINATED = "multi_turn:force_terminated"
+
+_MAX_DIFF_DEPTH = 6
+_MAX_LEAF_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class TurnVerdict:
+    """The checker's verdict on one user turn."""
+
+    turn: int
+    checked: bool
+    valid: bool
+    error_type: str | None = None
+    message: str | None = None
+    state_diff: Mapping[str, Any] | None = None
+    missing_results: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"turn": self.turn, "checked": self.checked, "valid": self.valid,
+                               "error_type": self.error_type}
+        if self.message:
+            out["message"] = self.message
+        if self.state_diff is not None:
+            out["state_diff"] = self.state_diff
+        if self.missing_results:
+            out["missing_results"] = list(self.missing_results)
+        return out
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The verdict on a whole episode: BFCL's ``valid`` / ``error_type`` plus per-turn detail."""
+
+    valid: bool
+    error_type: str | None
+    error_message: str | None
+    turns: tuple[TurnVerdict, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"valid": self.valid, "error_type": self.error_type, "error_message": self.error_message,
+                "turns": [t.to_dict() for t in self.turns]}
+
+
+class EpisodeChecker:
+    """Replays the ground truth beside an episode and checks each turn as it ends.
+
+    Args:
+        task: The task being played.
+        make_runtime: Builds a fresh runtime for the ground-truth replay.
+    """
+
+    def __init__(self, task: Task, make_runtime: Callable[[], ToolRuntime]):
+        self.task = task
+        self._truth = make_runtime()
+        self._model_results: list[str] = []
+        self._verdicts: list[TurnVerdict] = []
+        self._force_terminated_at: int | None = None
+
+    def record(self, results: Iterable[str]) -> None:
+        """Add the results of one executing model step."""
+        self._model_results.extend(results)
+
+    def end_turn(self, turn: int, model: ToolRuntime, steps: int) -> TurnVerdict:
+        """Check `turn` after the model took `steps` executing steps in it."""
+        truth_calls = self.task.ground_truth[turn]
+        truth_results = [r.result for r in self._truth.execute(truth_calls)]
+        if not truth_calls:
+            verdict = TurnVerdict(turn, checked=False, valid=True)
+        elif steps == 0:
+            verdict = TurnVerdict(turn, True, False, EMPTY_TURN, f"no tool call in turn {turn}")
+        else:
+            verdict = self._compare(turn, model, truth_results)
+        self._verdicts.append(verdict)
+        return verdict
+
+    def force_terminate(self, turn: int) -> None:
+        """The step limit was hit in `turn` and later turns will not be played."""
+        self._force_terminated_at = turn
+
+    def result(self) -> CheckResult:
+        if self._force_terminated_at is not None:
+            return CheckResult(False, FORCE_TERMINATED,
+                               f"step limit exceeded in turn {self._force_terminated_at}", tuple(self._verdicts))
+        for v in self._verdicts:
+            if not v.valid:
+                return CheckResult(False, v.error_type, v.message, tuple(self._verdicts))
+        return CheckResult(True, None, None, tuple(self._verdicts))
+
+    def _compare(self, turn: int, model: ToolRuntime, truth_results: list[str]) -> TurnVerdict:
+        model_state, truth_state = model.state(), self._truth.state()
+        for backend in self.task.backends:
+            diff = {attr: state_diff(model_state[backend].get(attr), value)
+                    for attr, value in truth_state[backend].items()
+                    if model_state[backend].get(attr, _MISSING) != value}
+            if diff:
+                return TurnVerdict(turn, True, False, STATE_MISMATCH,
+                                   f"{backend} state differs from the ground truth after turn {turn}",
+                                   state_diff={backend: diff})
+        missing = _missing(truth_results, self._model_results)
+        if missing:
+            return TurnVerdict(turn, True, False, RESPONSE_MISMATCH,
+                               f"{len(missing)} ground-truth result(s) of turn {turn} not among the model's results",
+                               missing_results=tuple(_clip(m) for m in missing))
+        return TurnVerdict(turn, checked=True, valid=True)
+
+
+_MISSING = object()
+
+
+def _missing(needed: list[str], available: list[str]) -> list[str]:
+    """Items of `needed` not matched one-to-one by equal items of `available` (any order)."""
+    pool = Counter(available)
+    out = []
+    for item in needed:
+        if pool[item] > 0:
+            pool[item] -= 1
+        else:
+            out.append(item)
+    return out
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_LEAF_CHARS else text[:_MAX_LEAF_CHARS] + "..."
+
+
+def jsonable(value: Any, depth: int = 0) -> Any:
+    """A JSON-able rendering of simulator state (objects become their public attributes)."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return _clip(value)
+    if depth >= _MAX_DIFF_DEPTH:
+        return _clip(repr(value))
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v, depth + 1) for v in value]
+    if hasattr(value, "__dict__"):
+        public = {k: jsonable(v, depth + 1) for k, v in vars(value).items() if not k.startswith("_")}
+        return {"__class__": type(value).__name__, **public}
+    return _clip(repr(value))
+
+
+def state_diff(model: Any, truth: Any, depth: int = 0) -> Any:
+    """Only the parts of two values that differ, as ``{"model": ..., "ground_truth": ...}`` leaves."""
+    if depth < _MAX_DIFF_DEPTH:
+        if isinstance(model, Mapping) and isinstance(truth, Mapping):
+            keys = list(truth) + [k for k in model if k not in truth]
+            return {str(k): state_diff(model.get(k, _MISSING), truth.get(k, _MISSING), depth + 1)
+                    for k in keys if model.get(k, _MISSING) != truth.get(k, _MISSING)}
+        if type(model) is type(truth) and hasattr(truth, "__dict__") and not isinstance(truth, type):
+            m = {k: v for k, v in vars(model).items() if not k.startswith("_")}
+            t = {k: v for k, v in vars(truth).items() if not k.startswith("_")}
+            return state_diff(m, t, depth + 1)
+    return {"model": "<missing>" if model is _MISSING else jsonable(model),
+            "ground_truth": "<missing>" if truth is _MISSING else jsonable(truth)}

@@ -1,0 +1,1 @@
+"""Environment classes (imported by `gymnasium.make` through string entry points)."""

@@ -1,0 +1,235 @@
+"""`ToolUseEnv`: a multi-turn tool-calling task as a Gymnasium environment."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+from gymnasium import spaces
+
+from tooluse_gym.checker import CheckResult, EpisodeChecker
+from tooluse_gym.protocol import ProtocolCard
+from tooluse_gym.spaces import AssistantAction, Conversation, ToolSchemas
+from tooluse_gym.tasks.schema import Task
+from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS, parse_action
+from tooluse_gym.tools.runtime import ArgumentGuard, ToolRuntime
+from tooluse_gym.tools.schemas import openai_tool
+from tooluse_gym.types import ParsedAction
+
+_RENDER_CLIP = 400
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvConfig:
+    """Knobs of the base environment (all recorded on the protocol card).
+
+    Attributes:
+        tool_format: ``python`` (``[f(a=1)]``, BFCL's prompting format) or ``json``
+            (``<tool_call>{...}</tool_call>`` blocks). Structured ``tool_calls`` always work.
+        strict_tools: Refuse calls to functions not offered at this point of the task
+            (held-out functions before their turn, excluded functions). Off by default: BFCL
+            executes every method of the involved classes.
+        validate_args: Validate arguments against the function docs before calling.
+        max_steps_per_turn: BFCL allows 20 executing steps per turn; the next one force-quits.
+        holdout_notice: User message sent when held-out functions are added (BFCL's text).
+    """
+
+    tool_format: str = "python"
+    strict_tools: bool = False
+    validate_args: bool = True
+    max_steps_per_turn: int = 20
+    holdout_notice: str = "I have updated some more functions you can choose from. What about now?"
+
+    def __post_init__(self) -> None:
+        if self.tool_format not in ("python", "json"):
+            raise ValueError(f"tool_format must be 'python' or 'json', got {self.tool_format!r}")
+        if self.max_steps_per_turn < 1:
+            raise ValueError(f"max_steps_per_turn must be >= 1, got {self.max_steps_per_turn}")
+
+
+class ToolUseEnv(gym.Env[dict, Any]):
+    """Multi-turn tool calling over a list of tasks, scored like BFCL's multi-turn checker.
+
+    ## Description
+    Each episode is one task: scripted user turns over stateful tool backends. The agent
+    answers each user turn with assistant messages; a message with tool calls is executed
+    (one *step*), a message without calls ends the turn and the next user turn is shown.
+
+    ## Action Space
+    `AssistantAction`: the assistant message as text, or an OpenAI-shaped dict
+    ``{"content": str, "tool_calls": [...]}``. Any string is a valid action.
+
+    ## Observation Space
+    ``Dict(messages=Conversation, tools=ToolSchemas)``: the chat so far (user, assistant
+    and ``tool`` messages) and the OpenAI tool schemas offered at this point.
+
+    ## Rewards
+    0.0 on every step but the last; at the end 1.0 if the checker marks the episode valid.
+
+    ## Starting State
+    `reset(seed=..., options={"task_id": ...})`: the given task, or one drawn with the seed.
+
+    ## Episode End
+    Terminates after the last user turn, or when more than `max_steps_per_turn` steps
+    execute in one turn before the last (``multi_turn:force_terminated``).
+    `info["checker"]` then holds ``valid``, ``error_type`` and per-turn verdicts.
+    """
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(
+        self,
+        tasks: Sequence[Task],
+        backends: Mapping[str, type],
+        *,
+        config: EnvConfig | None = None,
+        protocol: ProtocolCard,
+        stateless_backends: frozenset[str] = frozenset(),
+        guard: ArgumentGuard | None = None,
+        render_mode: str | None = None,
+    ):
+        if not tasks:
+            raise ValueError("ToolUseEnv needs at least one task")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.config = config or EnvConfig()
+        self.tasks = list(tasks)
+        self._by_id = {t.task_id: i for i, t in enumerate(self.tasks)}
+        self._backends = dict(backends)
+        self._stateless = stateless_backends
+        self._guard = guard
+        self.protocol = protocol
+        self.render_mode = render_mode
+        self.action_space = AssistantAction(MAX_MESSAGE_CHARS)
+        self.observation_space = spaces.Dict({"messages": Conversation(), "tools": ToolSchemas()})
+        self._tool_cache: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        self.task: Task | None = None
+        self._done = True
+
+    # --- Gymnasium API -------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        task_id = (options or {}).get("task_id")
+        if task_id is None:
+            index = int(self.np_random.integers(len(self.tasks)))
+        elif task_id in self._by_id:
+            index = self._by_id[task_id]
+        else:
+            raise ValueError(f"unknown task_id {task_id!r} (this env has {len(self.tasks)} tasks)")
+        self.task = self.tasks[index]
+        self.runtime = self._new_runtime()
+        self.checker = EpisodeChecker(self.task, self._new_runtime)
+        self.messages: list[dict[str, Any]] = []
+        self.turn = 0
+        self.steps_in_turn = 0
+        self.total_steps = 0
+        self._done = False
+        self._result: CheckResult | None = None
+        self._offered = self.task.offered_names(0)
+        self._present_turn()
+        info = {"task_id": self.task.task_id, "turn": 0, "protocol": self.protocol.to_dict()}
+        return self._obs(), info
+
+    def step(self, action: Any):
+        if self._done:
+            raise gym.error.ResetNeeded("the episode has ended; call reset() before step()")
+        parsed = parse_action(action, self.config.tool_format)
+        self.messages.append(self._assistant_message(action, parsed))
+        info: dict[str, Any] = {"task_id": self.task.task_id, "turn": self.turn}
+        if parsed.failure:
+            info["parse_failure"] = parsed.failure
+        if parsed.calls:
+            self._execute(parsed)
+            info["step"] = self.steps_in_turn
+            if self.steps_in_turn <= self.config.max_steps_per_turn:
+                return self._obs(), 0.0, False, False, info
+            if self.turn < self.task.num_turns - 1:
+                self.checker.force_terminate(self.turn)
+                return self._finish(info)
+        info["turn_verdict"] = self.checker.end_turn(self.turn, self.runtime, self.steps_in_turn).to_dict()
+        if self.turn == self.task.num_turns - 1:
+            return self._finish(info)
+        self.turn += 1
+        self.steps_in_turn = 0
+        self._present_turn()
+        info["turn"] = self.turn
+        return self._obs(), 0.0, False, False, info
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        lines = [f"# {self.task.task_id}" if self.task else "# (not reset)"]
+        for m in getattr(self, "messages", []):
+            label = m["role"] if m["role"] != "tool" else f"tool {m.get('name', '')}".rstrip()
+            content = m.get("content") or ""
+            if m.get("tool_calls"):
+                content += " " + " ".join(c["function"]["name"] + "(...)" for c in m["tool_calls"])
+            clipped = content if len(content) <= _RENDER_CLIP else content[:_RENDER_CLIP] + "..."
+            lines.append(f"[{label}] {clipped}")
+        if self._result is not None:
+            lines.append(f"= valid={self._result.valid} error_type={self._result.error_type}")
+        return "\n".join(lines) + "\n"
+
+    def close(self) -> None:
+        self._done = True
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _new_runtime(self) -> ToolRuntime:
+        return ToolRuntime(self.task, self._backends, self._stateless,
+                           validate=self.config.validate_args, guard=self._guard)
+
+    def _present_turn(self) -> None:
+        if self.turn in self.task.held_out:
+            self._offered = self.task.offered_names(self.turn)
+        user = self.task.turns[self.turn]
+        if user:
+            self.messages.extend(dict(m) for m in user)
+        else:
+            self.messages.append({"role": "user", "content": self.config.holdout_notice})
+
+    def _execute(self, parsed: ParsedAction) -> None:
+        offered = self._offered if self.config.strict_tools else None
+        if offered is not None:
+            offered = offered - frozenset(self.task.excluded_functions)
+        records = self.runtime.execute(parsed.calls, offered)
+        self.steps_in_turn += 1
+        self.total_steps += 1
+        self.checker.record(r.result for r in records)
+        ids = self.messages[-1].get("tool_calls") or []
+        for i, record in enumerate(records):
+            call_id = ids[i]["id"] if i < len(ids) else f"call_{self.turn}_{self.steps_in_turn}_{i}"
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "name": record.call.name,
+                                  "content": record.result})
+
+    def _assistant_message(self, action: Any, parsed: ParsedAction) -> dict[str, Any]:
+        if not isinstance(action, Mapping) or not action.get("tool_calls"):
+            return {"role": "assistant", "content": parsed.content}
+        calls = [
+            {"id": c.call_id or f"call_{self.turn}_{self.steps_in_turn + 1}_{i}", "type": "function",
+             "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))}}
+            for i, c in enumerate(parsed.calls)
+        ]
+        return {"role": "assistant", "content": parsed.content, "tool_calls": calls}
+
+    def _obs(self) -> dict[str, Any]:
+        stage = max((t for t in self.task.held_out if t <= self.turn), default=-1)
+        key = (self.task.task_id, stage)
+        tools = self._tool_cache.get(key)
+        if tools is None:
+            docs = [d for d in self.task.all_functions() if d["name"] in self._offered]
+            tools = self._tool_cache[key] = [openai_tool(d) for d in docs]
+        return {"messages": list(self.messages), "tools": list(tools)}
+
+    def _finish(self, info: dict[str, Any]):
+        self._done = True
+        self._result = self.checker.result()
+        reward = 1.0 if self._result.valid else 0.0
+        info["checker"] = self._result.to_dict()
+        info["episode"] = {"task_id": self.task.task_id, "reward": reward, "turns": self.turn + 1,
+                           "steps": self.total_steps}
+        return self._obs(), reward, True, False, info

@@ -1,0 +1,82 @@
+"""The protocol card: every choice that moves tool-calling scores, recorded on every result.
+
+Two results are comparable only when their cards match (`ProtocolCard.differences`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProtocolCard:
+    """The evaluation protocol of an environment instance.
+
+    Attributes:
+        env_id: Registered id, e.g. ``ToolUse-MultiTurn-v0``.
+        category: Task category (``base``, ``miss_func``, ``miss_param``, ``long_context``, ``all``).
+        template: ``native`` (role-separated messages) or ``context`` (history in one user message).
+        reasoning: How earlier ``<think>`` content is carried: ``keep``, ``strip`` or ``last``.
+        system_prompt: ``bfcl``, ``strong``, ``none`` or ``literal``.
+        system_prompt_sha256: sha256 of the system prompt text actually sent ("" when none).
+        tool_format: What the model is told to emit and the parser expects: ``python`` or ``json``.
+        tool_results: How tool results are shown: ``tool_messages`` or ``user_message``.
+        strict_tools: Held-out and excluded functions are refused when not offered.
+        validate_args: Arguments are validated against the function schema before a call.
+        max_steps_per_turn: Executing steps allowed in one turn before the episode is force-quit.
+        reward: ``terminal`` (official: 1.0 if the checker marks the episode valid) or ``per_turn``.
+        bfcl_version: Installed bfcl-eval version (data, simulators, prompt text).
+        tooluse_gym_version: This package's version.
+        extra: Further knobs added by wrappers, name -> JSON value.
+    """
+
+    env_id: str
+    category: str
+    template: str = "native"
+    reasoning: str = "keep"
+    system_prompt: str = "none"
+    system_prompt_sha256: str = ""
+    tool_format: str = "python"
+    tool_results: str = "tool_messages"
+    strict_tools: bool = False
+    validate_args: bool = True
+    max_steps_per_turn: int = 20
+    reward: str = "terminal"
+    bfcl_version: str = ""
+    tooluse_gym_version: str = ""
+    extra: tuple[tuple[str, Any], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["extra"] = dict(self.extra)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProtocolCard:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown protocol card fields: {sorted(unknown)}")
+        data = dict(data)
+        data["extra"] = tuple(sorted(dict(data.get("extra", {})).items()))
+        return cls(**data)
+
+    def replace(self, **changes: Any) -> ProtocolCard:
+        return dataclasses.replace(self, **changes)
+
+    def fingerprint(self) -> str:
+        """sha256 of the card's canonical JSON (short form: first 12 hex digits)."""
+        return sha256_text(json.dumps(self.to_dict(), sort_keys=True))[:12]
+
+    def differences(self, other: ProtocolCard) -> dict[str, tuple[Any, Any]]:
+        """Fields whose values differ: name -> (self's, other's)."""
+        a, b = self.to_dict(), other.to_dict()
+        return {k: (a[k], b[k]) for k in a if a[k] != b[k]}

@@ -1,0 +1,5 @@
+"""Task type and loaders."""
+
+from tooluse_gym.tasks.schema import Task
+
+__all__ = ["Task"]

@@ -1,0 +1,170 @@
+"""The BFCL multi-turn data, simulators and prompt constants, imported from `bfcl_eval`.
+
+This is the only module that knows where things live inside the `bfcl-eval` package and
+which quirks its data has. Everything else sees `Task` objects and backend classes.
+
+`bfcl_eval` creates folders under ``BFCL_PROJECT_ROOT`` when imported (by default inside
+site-packages). Before the first import this module points that variable to a cache
+folder (``$XDG_CACHE_HOME/tooluse-gym/bfcl``) unless the user has set it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tooluse_gym.errors import DependencyNotInstalled, TaskLoadError
+from tooluse_gym.tasks.schema import Task
+from tooluse_gym.tools.parsing import parse_call_string
+
+BFCL_VERSION = "2026.3.23"
+CATEGORIES = ("base", "miss_func", "miss_param", "long_context")
+MAX_STEPS_PER_TURN = 20
+"""BFCL's step limit: a 21st executing step in one turn force-quits the entry."""
+
+_INSTALL_HINT = (
+    f"bfcl-eval is not installed; run `pip install --no-deps bfcl-eval=={BFCL_VERSION}` "
+    "(or `make setup`, which does it)"
+)
+
+
+def bfcl_project_root() -> Path:
+    """Where `bfcl_eval` may write (its import creates result/, score/ and .file_locks/)."""
+    configured = os.environ.get("BFCL_PROJECT_ROOT")
+    if configured:
+        return Path(configured)
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "tooluse-gym" / "bfcl"
+
+
+def _import(module: str) -> ModuleType:
+    if "BFCL_PROJECT_ROOT" not in os.environ:
+        root = bfcl_project_root()
+        root.mkdir(parents=True, exist_ok=True)
+        os.environ["BFCL_PROJECT_ROOT"] = str(root)
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name and e.name.split(".")[0] == "bfcl_eval":
+            raise DependencyNotInstalled(_INSTALL_HINT) from e
+        raise
+
+
+def bfcl_version() -> str:
+    """The installed bfcl-eval version (recorded on every protocol card)."""
+    try:
+        return metadata.version("bfcl-eval")
+    except metadata.PackageNotFoundError as e:
+        raise DependencyNotInstalled(_INSTALL_HINT) from e
+
+
+@lru_cache(maxsize=1)
+def backend_classes() -> dict[str, type]:
+    """The eight multi-turn simulator classes, by the names BFCL data uses."""
+    config = _import("bfcl_eval.constants.executable_backend_config")
+    names = ("GorillaFileSystem", "MathAPI", "MessageAPI", "TwitterAPI", "TicketAPI",
+             "TradingBot", "TravelAPI", "VehicleControlAPI")
+    return {name: getattr(_import(config.CLASS_FILE_PATH_MAPPING[name]), name) for name in names}
+
+
+@lru_cache(maxsize=1)
+def stateless_backends() -> frozenset[str]:
+    """Backends with no state to load (BFCL skips their `_load_scenario`)."""
+    return frozenset(_import("bfcl_eval.constants.executable_backend_config").STATELESS_CLASSES)
+
+
+def holdout_notice() -> str:
+    """The user message BFCL sends (in function-calling mode) when held-out functions are added."""
+    return _import("bfcl_eval.constants.default_prompts").DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
+
+
+def normalize_category(category: str) -> str:
+    """``base`` / ``multi_turn_base`` -> ``base``; raises on anything else."""
+    short = category.removeprefix("multi_turn_")
+    if short not in CATEGORIES:
+        raise ValueError(f"unknown BFCL category {category!r}; expected one of {', '.join(CATEGORIES)} or 'all'")
+    return short
+
+
+def load_bfcl_tasks(category: str = "all", task_ids: list[str] | tuple[str, ...] | None = None) -> list[Task]:
+    """Load BFCL multi-turn tasks (800 for ``all``), optionally only the given ids, in data order."""
+    cats = CATEGORIES if category == "all" else (normalize_category(category),)
+    tasks = [t for c in cats for t in _load_category(c)]
+    if task_ids is None:
+        return tasks
+    by_id = {t.task_id: t for t in tasks}
+    missing = [i for i in task_ids if i not in by_id]
+    if missing:
+        raise ValueError(f"unknown task ids for category {category!r}: {missing[:5]}")
+    return [by_id[i] for i in task_ids]
+
+
+@lru_cache(maxsize=None)
+def _load_category(category: str) -> tuple[Task, ...]:
+    utils = _import("bfcl_eval.utils")
+    full = f"multi_turn_{category}"
+    entries = utils.load_dataset_entry(full, include_language_specific_hint=True)
+    truths = {g["id"]: g["ground_truth"] for g in utils.load_ground_truth_entry(full)}
+    tasks = []
+    for entry in entries:
+        if entry["id"] not in truths:
+            raise TaskLoadError(f"{full}: no ground truth for {entry['id']}")
+        tasks.append(_to_task(entry, truths[entry["id"]], category))
+    return tuple(tasks)
+
+
+def _to_task(entry: dict[str, Any], truth: list[list[str]], category: str) -> Task:
+    task_id = entry["id"]
+    try:
+        ground_truth = tuple(tuple(parse_call_string(c) for c in turn) for turn in truth)
+    except ValueError as e:
+        raise TaskLoadError(f"{task_id}: bad ground-truth call: {e}") from e
+    turns = []
+    for i, messages in enumerate(entry["question"]):
+        for m in messages:
+            if m.get("role") != "user" or not isinstance(m.get("content"), str):
+                raise TaskLoadError(f"{task_id} turn {i}: expected user messages, got {m!r:.80}")
+        turns.append(tuple({"role": "user", "content": m["content"]} for m in messages))
+    held_out = {int(t): tuple(docs) for t, docs in entry.get("missed_function", {}).items()}
+    return Task(
+        task_id=task_id,
+        category=category,
+        turns=tuple(turns),
+        ground_truth=ground_truth,
+        functions=tuple(entry["function"]),
+        backends=tuple(entry["involved_classes"]),
+        initial_config=entry["initial_config"],
+        held_out=held_out,
+        excluded_functions=tuple(entry.get("excluded_function", ())),
+        long_context="long_context" in task_id or "composite" in task_id,
+        source="bfcl",
+    )
+
+
+_PRECISION_LIMIT = 1000
+_EXPONENT_LIMIT = 10_000
+
+
+def argument_guard(backend: str, name: str, kwargs: dict[str, Any]) -> str | None:
+    """Refuse argument values that make a BFCL simulator run for minutes or exhaust memory.
+
+    ``MathAPI.power`` computes ``base ** exponent`` exactly for integers, and
+    ``square_root`` / ``logarithm`` set a global precision from their argument. Values far
+    beyond any task's need are refused instead of being run.
+    """
+    if backend != "MathAPI":
+        return None
+    if name == "power":
+        base, exponent = kwargs.get("base"), kwargs.get("exponent")
+        if type(base) is int and type(exponent) is int and abs(exponent) > _EXPONENT_LIMIT and abs(base) > 1:
+            return f"integer exponent above {_EXPONENT_LIMIT} is not supported"
+    if name in ("square_root", "logarithm"):
+        precision = kwargs.get("precision")
+        if isinstance(precision, (int, float)) and precision > _PRECISION_LIMIT:
+            return f"precision above {_PRECISION_LIMIT} is not supported"
+    return None

@@ -1,0 +1,1 @@
+"""Call parsing (never eval), argument validation and the per-episode tool runtime."""

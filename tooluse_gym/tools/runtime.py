@@ -1,0 +1,185 @@
+"""Per-episode tool runtime: fresh backend instances, dispatch by name, validated arguments.
+
+Result strings follow BFCL's executor exactly for calls it would run: a ``str`` result is
+returned as is, a ``dict`` as ``json.dumps`` (``str`` if that fails), anything else as
+``str(result)``, and an exception as ``"Error during execution: <message>"``. Calls that
+we refuse before running them (unknown function, invalid arguments, a malformed call)
+get a message with the same ``Error during execution:`` prefix; an unknown name reads
+exactly like BFCL's ``name 'f' is not defined``.
+
+Isolation: every runtime creates its own instances and deep-copies the initial state.
+Long-context instances merge module-level data by reference in BFCL (TravelAPI's extra
+credit cards and bookings), so their attributes are deep-copied after loading.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from tooluse_gym.tasks.schema import Task
+from tooluse_gym.tools.schemas import validation_error
+from tooluse_gym.types import ToolCall
+
+MAX_INT_MAGNITUDE = 2**63
+"""Integer arguments beyond +-2**63 are refused (they only serve to make a simulator hang)."""
+MAX_RESULT_CHARS = 1_000_000
+"""Longer tool results are cut (BFCL's long-context results stay well below this)."""
+
+ArgumentGuard = Callable[[str, str, Mapping[str, Any]], "str | None"]
+"""(backend, function, kwargs) -> error message or None; rejects values a backend cannot handle."""
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One executed (or refused) call and its result string."""
+
+    call: ToolCall
+    result: str
+    executed: bool
+
+
+@lru_cache(maxsize=None)
+def _public_methods(cls: type) -> tuple[str, ...]:
+    """Public method names, as BFCL's executor maps them (bound methods not starting with _)."""
+    instance = cls.__new__(cls)
+    return tuple(
+        name for name, _ in inspect.getmembers(instance, predicate=inspect.ismethod) if not name.startswith("_")
+    )
+
+
+@lru_cache(maxsize=None)
+def _signature(cls: type, name: str) -> inspect.Signature:
+    return inspect.signature(getattr(cls, name))
+
+
+def stringify_result(result: Any) -> str:
+    """BFCL's conversion of a return value to the tool-result string."""
+    if type(result) is str:
+        return result
+    if type(result) is dict:
+        try:
+            return json.dumps(result)
+        except Exception:
+            return str(result)
+    return str(result)
+
+
+def _too_big_int(value: Any, depth: int = 0) -> bool:
+    if type(value) is int:
+        return abs(value) > MAX_INT_MAGNITUDE
+    if isinstance(value, (list, tuple)):
+        return any(_too_big_int(v, depth + 1) for v in value)
+    if isinstance(value, Mapping):
+        return any(_too_big_int(v, depth + 1) for v in value.values())
+    return False
+
+
+class ToolRuntime:
+    """The backend instances of one episode (or one ground-truth replay) and call dispatch.
+
+    Args:
+        task: The task whose backends and initial state to load.
+        classes: Backend name -> class (e.g. the BFCL simulators).
+        stateless: Backends that have no `_load_scenario` to call.
+        validate: Validate arguments against the function docs before calling.
+        guard: Optional extra check for argument values a backend cannot handle safely.
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        classes: Mapping[str, type],
+        stateless: Iterable[str] = (),
+        *,
+        validate: bool = True,
+        guard: ArgumentGuard | None = None,
+    ):
+        stateless = frozenset(stateless)
+        self.instances: dict[str, Any] = {}
+        self._owner: dict[str, str] = {}
+        for backend in task.backends:
+            if backend not in classes:
+                raise KeyError(f"task {task.task_id} needs tool backend {backend!r}, which is not registered")
+            cls = classes[backend]
+            instance = cls()
+            if backend not in stateless:
+                instance._load_scenario(copy.deepcopy(task.initial_config.get(backend, {})),
+                                        long_context=task.long_context)
+                if task.long_context:
+                    instance.__dict__ = copy.deepcopy(instance.__dict__)
+            self.instances[backend] = instance
+            for name in _public_methods(cls):
+                if name in self._owner and self._owner[name] != backend:
+                    raise ValueError(f"function {name!r} is defined by both {self._owner[name]} and {backend}")
+                self._owner[name] = backend
+        self._docs = {doc["name"]: doc for doc in task.all_functions()}
+        self._validate = validate
+        self._guard = guard
+
+    def execute(self, calls: Iterable[ToolCall], offered: frozenset[str] | None = None) -> list[CallRecord]:
+        """Run calls in order; `offered` (if given) is the set of names the model may call."""
+        return [self.execute_one(call, offered) for call in calls]
+
+    def execute_one(self, call: ToolCall, offered: frozenset[str] | None = None) -> CallRecord:
+        if call.error is not None:
+            return CallRecord(call, f"Error during execution: {call.error}", executed=False)
+        backend = self._owner.get(call.name)
+        if backend is None or (offered is not None and call.name not in offered):
+            return CallRecord(call, f"Error during execution: name '{call.name}' is not defined", executed=False)
+        instance = self.instances[backend]
+        try:
+            kwargs = self._bind(type(instance), call)
+        except TypeError as e:
+            return CallRecord(call, f"Error during execution: {call.name}(): {e}", executed=False)
+        problem = self._check(backend, call.name, kwargs)
+        if problem is not None:
+            return CallRecord(call, f"Error during execution: invalid arguments for {call.name}: {problem}",
+                              executed=False)
+        try:
+            result = stringify_result(getattr(instance, call.name)(**kwargs))
+        except Exception as e:
+            result = f"Error during execution: {e}"
+        if len(result) > MAX_RESULT_CHARS:
+            result = result[:MAX_RESULT_CHARS] + "...[truncated]"
+        return CallRecord(call, result, executed=True)
+
+    def keyword_arguments(self, call: ToolCall) -> dict[str, Any]:
+        """The call's arguments by parameter name (positional ones bound by the signature)."""
+        backend = self._owner.get(call.name)
+        if backend is None:
+            raise KeyError(f"unknown function {call.name!r}")
+        return self._bind(type(self.instances[backend]), call)
+
+    def state(self) -> dict[str, dict[str, Any]]:
+        """Public attributes of every stateful instance (what the checker compares)."""
+        return {
+            backend: {k: v for k, v in vars(instance).items() if not k.startswith("_")}
+            for backend, instance in self.instances.items()
+        }
+
+    @staticmethod
+    def _bind(cls: type, call: ToolCall) -> dict[str, Any]:
+        if not call.positional:
+            return dict(call.arguments)
+        bound = _signature(cls, call.name).bind(None, *call.positional, **call.arguments)
+        arguments = dict(bound.arguments)
+        arguments.pop(next(iter(arguments)))  # self
+        for name, param in _signature(cls, call.name).parameters.items():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) and name in arguments:
+                raise TypeError("variadic parameters cannot be bound by position")
+        return arguments
+
+    def _check(self, backend: str, name: str, kwargs: Mapping[str, Any]) -> str | None:
+        if _too_big_int(kwargs):
+            return "integer arguments must lie within +-2**63"
+        if self._validate and name in self._docs:
+            problem = validation_error(self._docs[name], kwargs)
+            if problem is not None:
+                return problem
+        return self._guard(backend, name, kwargs) if self._guard else None

@@ -1,0 +1,53 @@
+"""Typed data passed between the parser, the tool runtime, the checker and the env."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call parsed from a model message (or from ground truth).
+
+    `error` is set when the call was recognised but cannot be executed as written
+    (a non-literal argument, malformed JSON arguments, ...). Such a call is not
+    executed; the runtime returns the error to the model as the call's tool result.
+    """
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    positional: tuple[Any, ...] = ()
+    call_id: str | None = None
+    error: str | None = None
+
+    def render(self) -> str:
+        """Python call syntax, e.g. ``cd(folder='docs')`` (for transcripts, never for execution)."""
+        parts = [repr(v) for v in self.positional]
+        parts += [f"{k}={v!r}" for k, v in self.arguments.items()]
+        return f"{self.name}({', '.join(parts)})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form for episode files."""
+        out: dict[str, Any] = {"name": self.name, "arguments": dict(self.arguments)}
+        if self.positional:
+            out["positional"] = list(self.positional)
+        if self.call_id is not None:
+            out["id"] = self.call_id
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+@dataclass(frozen=True)
+class ParsedAction:
+    """What the parser found in one assistant message.
+
+    `calls` empty means the message contains no call: it ends the current user turn.
+    `failure` explains why nothing could be parsed when the text looked like an attempt.
+    """
+
+    content: str
+    calls: tuple[ToolCall, ...] = ()
+    failure: str | None = None

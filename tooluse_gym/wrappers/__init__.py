@@ -1,0 +1,1 @@
+"""Protocol wrappers (template, reasoning history, system prompt, tool format)."""
