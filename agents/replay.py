@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     passed = sum(r[2] for r in rows)
     overall = sum(r[2] / r[1] for r in rows) / len(rows)
     print(f"{'overall':<14}{total:>6}{passed:>8}{100 * overall:>9.1f}%   (unweighted mean of categories)")
-    for category, _, _, _, failures in rows:
+    for *_, failures in rows:
         for task_id, error in failures[:10]:
             print(f"  FAILED {task_id}: {error}")
     return 0 if passed == total else 1

@@ -72,7 +72,7 @@ class AssistantAction(ChatText):
             content = x.get("content")
             calls = x.get("tool_calls")
             return (content is None or super().contains(content)) and (
-                calls is None or isinstance(calls, Sequence) and not isinstance(calls, str)
+                calls is None or (isinstance(calls, Sequence) and not isinstance(calls, str))
             )
         return super().contains(x)
 

@@ -45,5 +45,6 @@ class MultiTurnEnv(ToolUseEnv):
             protocol=protocol,
             stateless_backends=bfcl.stateless_backends(),
             guard=bfcl.argument_guard,
+            isolate=bfcl.isolate_instance,
             render_mode=render_mode,
         )

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import copy
 import json
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 from gymnasium import spaces
 
-from tooluse_gym.checker import CheckResult, EpisodeChecker
+from tooluse_gym.checker import CheckResult, EpisodeChecker, LiveTruth, TruthTurn, replay_truth
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.spaces import AssistantAction, Conversation, ToolSchemas
 from tooluse_gym.tasks.schema import Task
 from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS, parse_action
-from tooluse_gym.tools.runtime import ArgumentGuard, ToolRuntime
+from tooluse_gym.tools.runtime import ArgumentGuard, Isolate, ToolRuntime
 from tooluse_gym.tools.schemas import openai_tool
 from tooluse_gym.types import ParsedAction
 
@@ -34,6 +36,8 @@ class EnvConfig:
             executes every method of the involved classes.
         validate_args: Validate arguments against the function docs before calling.
         max_steps_per_turn: BFCL allows 20 executing steps per turn; the next one force-quits.
+        truth_cache_size: Tasks whose ground-truth replay is kept once they are played a
+            second time (about 20 kB each for BFCL).
         holdout_notice: User message sent when held-out functions are added (BFCL's text).
     """
 
@@ -41,6 +45,7 @@ class EnvConfig:
     strict_tools: bool = False
     validate_args: bool = True
     max_steps_per_turn: int = 20
+    truth_cache_size: int = 1024
     holdout_notice: str = "I have updated some more functions you can choose from. What about now?"
 
     def __post_init__(self) -> None:
@@ -78,7 +83,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
     `info["checker"]` then holds ``valid``, ``error_type`` and per-turn verdicts.
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
 
     def __init__(
         self,
@@ -89,6 +94,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
         protocol: ProtocolCard,
         stateless_backends: frozenset[str] = frozenset(),
         guard: ArgumentGuard | None = None,
+        isolate: Isolate | None = None,
         render_mode: str | None = None,
     ):
         if not tasks:
@@ -101,11 +107,14 @@ class ToolUseEnv(gym.Env[dict, Any]):
         self._backends = dict(backends)
         self._stateless = stateless_backends
         self._guard = guard
+        self._isolate = isolate
         self.protocol = protocol
+        self._protocol_dict = protocol.to_dict()
+        self._truth_cache: OrderedDict[str, tuple[TruthTurn, ...]] = OrderedDict()
+        self._played_once: OrderedDict[str, None] = OrderedDict()
         self.render_mode = render_mode
         self.action_space = AssistantAction(MAX_MESSAGE_CHARS)
         self.observation_space = spaces.Dict({"messages": Conversation(), "tools": ToolSchemas()})
-        self._tool_cache: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self.task: Task | None = None
         self._done = True
 
@@ -122,7 +131,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
             raise ValueError(f"unknown task_id {task_id!r} (this env has {len(self.tasks)} tasks)")
         self.task = self.tasks[index]
         self.runtime = self._new_runtime()
-        self.checker = EpisodeChecker(self.task, self._new_runtime)
+        self.checker = EpisodeChecker(self.task, self._truth_for(self.task))
         self.messages: list[dict[str, Any]] = []
         self.turn = 0
         self.steps_in_turn = 0
@@ -130,8 +139,9 @@ class ToolUseEnv(gym.Env[dict, Any]):
         self._done = False
         self._result: CheckResult | None = None
         self._offered = self.task.offered_names(0)
+        self._tools: list[dict[str, Any]] | None = None
         self._present_turn()
-        info = {"task_id": self.task.task_id, "turn": 0, "protocol": self.protocol.to_dict()}
+        info = {"task_id": self.task.task_id, "turn": 0, "protocol": self._protocol()}
         return self._obs(), info
 
     def step(self, action: Any):
@@ -181,11 +191,33 @@ class ToolUseEnv(gym.Env[dict, Any]):
 
     def _new_runtime(self) -> ToolRuntime:
         return ToolRuntime(self.task, self._backends, self._stateless,
-                           validate=self.config.validate_args, guard=self._guard)
+                           validate=self.config.validate_args, guard=self._guard, isolate=self._isolate)
+
+    def _protocol(self) -> dict[str, Any]:
+        """A copy of the protocol card for `info` (its only nested value is `extra`)."""
+        return {**self._protocol_dict, "extra": copy.deepcopy(self._protocol_dict["extra"])}
+
+    def _truth_for(self, task: Task) -> Sequence[TruthTurn]:
+        """A task's first episode replays the ground truth live; later ones share a cached copy."""
+        key = task.task_id
+        truth = self._truth_cache.get(key)
+        if truth is not None:
+            self._truth_cache.move_to_end(key)
+            return truth
+        if key not in self._played_once:
+            self._played_once[key] = None
+            if len(self._played_once) > 4 * self.config.truth_cache_size:
+                self._played_once.popitem(last=False)
+            return LiveTruth(task, self._new_runtime())
+        truth = self._truth_cache[key] = replay_truth(task, self._new_runtime())
+        if len(self._truth_cache) > self.config.truth_cache_size:
+            self._truth_cache.popitem(last=False)
+        return truth
 
     def _present_turn(self) -> None:
         if self.turn in self.task.held_out:
             self._offered = self.task.offered_names(self.turn)
+            self._tools = None
         user = self.task.turns[self.turn]
         if user:
             self.messages.extend(dict(m) for m in user)
@@ -217,13 +249,9 @@ class ToolUseEnv(gym.Env[dict, Any]):
         return {"role": "assistant", "content": parsed.content, "tool_calls": calls}
 
     def _obs(self) -> dict[str, Any]:
-        stage = max((t for t in self.task.held_out if t <= self.turn), default=-1)
-        key = (self.task.task_id, stage)
-        tools = self._tool_cache.get(key)
-        if tools is None:
-            docs = [d for d in self.task.all_functions() if d["name"] in self._offered]
-            tools = self._tool_cache[key] = [openai_tool(d) for d in docs]
-        return {"messages": list(self.messages), "tools": list(tools)}
+        if self._tools is None:
+            self._tools = [openai_tool(d) for d in self.task.all_functions() if d["name"] in self._offered]
+        return {"messages": list(self.messages), "tools": list(self._tools)}
 
     def _finish(self, info: dict[str, Any]):
         self._done = True

@@ -10,9 +10,10 @@ folder (``$XDG_CACHE_HOME/tooluse-gym/bfcl``) unless the user has set it.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import os
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
@@ -104,7 +105,7 @@ def load_bfcl_tasks(category: str = "all", task_ids: list[str] | tuple[str, ...]
     return [by_id[i] for i in task_ids]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_category(category: str) -> tuple[Task, ...]:
     utils = _import("bfcl_eval.utils")
     full = f"multi_turn_{category}"
@@ -144,6 +145,17 @@ def _to_task(entry: dict[str, Any], truth: list[list[str]], category: str) -> Ta
         long_context="long_context" in task_id or "composite" in task_id,
         source="bfcl",
     )
+
+
+# Long-context TravelAPI merges these module-level dicts into its state by reference.
+_SHARED_AFTER_LOAD = {"TravelAPI": ("credit_card_list", "booking_record")}
+
+
+def isolate_instance(backend: str, instance: Any, long_context: bool) -> None:
+    """Deep-copy state that a freshly loaded simulator shares with its module."""
+    if long_context:
+        for attr in _SHARED_AFTER_LOAD.get(backend, ()):
+            setattr(instance, attr, copy.deepcopy(getattr(instance, attr)))
 
 
 _PRECISION_LIMIT = 1000

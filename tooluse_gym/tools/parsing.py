@@ -221,7 +221,7 @@ def _literal(node: ast.expr, depth: int, budget: list[int]) -> Any:
         return tuple(_literal(e, depth + 1, budget) for e in node.elts)
     if isinstance(node, ast.Dict):
         out = {}
-        for k, v in zip(node.keys, node.values):
+        for k, v in zip(node.keys, node.values, strict=True):
             if k is None:
                 raise _NotLiteral("** inside a dict is not allowed")
             key = _literal(k, depth + 1, budget)

@@ -7,9 +7,9 @@ we refuse before running them (unknown function, invalid arguments, a malformed 
 get a message with the same ``Error during execution:`` prefix; an unknown name reads
 exactly like BFCL's ``name 'f' is not defined``.
 
-Isolation: every runtime creates its own instances and deep-copies the initial state.
-Long-context instances merge module-level data by reference in BFCL (TravelAPI's extra
-credit cards and bookings), so their attributes are deep-copied after loading.
+Isolation: every runtime creates its own instances from a copy of the initial state; an
+optional `isolate` hook then copies whatever a backend shares with module-level data
+(BFCL's long-context TravelAPI merges module dicts by reference).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from tooluse_gym.tasks.schema import Task
@@ -31,6 +31,8 @@ MAX_INT_MAGNITUDE = 2**63
 MAX_RESULT_CHARS = 1_000_000
 """Longer tool results are cut (BFCL's long-context results stay well below this)."""
 
+Isolate = Callable[[str, Any, bool], None]
+"""(backend, fresh instance, long_context) -> None; copies state shared with module globals."""
 ArgumentGuard = Callable[[str, str, Mapping[str, Any]], "str | None"]
 """(backend, function, kwargs) -> error message or None; rejects values a backend cannot handle."""
 
@@ -44,7 +46,7 @@ class CallRecord:
     executed: bool
 
 
-@lru_cache(maxsize=None)
+@cache
 def _public_methods(cls: type) -> tuple[str, ...]:
     """Public method names, as BFCL's executor maps them (bound methods not starting with _)."""
     instance = cls.__new__(cls)
@@ -53,7 +55,7 @@ def _public_methods(cls: type) -> tuple[str, ...]:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _signature(cls: type, name: str) -> inspect.Signature:
     return inspect.signature(getattr(cls, name))
 
@@ -68,6 +70,20 @@ def stringify_result(result: Any) -> str:
         except Exception:
             return str(result)
     return str(result)
+
+
+def copy_state(value: Any) -> Any:
+    """Deep copy of JSON-like data (dicts, lists, scalars); other types go through deepcopy."""
+    kind = type(value)
+    if kind is dict:
+        return {k: copy_state(v) for k, v in value.items()}
+    if kind is list:
+        return [copy_state(v) for v in value]
+    if kind in (str, int, float, bool) or value is None:
+        return value
+    if kind is tuple:
+        return tuple(copy_state(v) for v in value)
+    return copy.deepcopy(value)
 
 
 def _too_big_int(value: Any, depth: int = 0) -> bool:
@@ -89,6 +105,7 @@ class ToolRuntime:
         stateless: Backends that have no `_load_scenario` to call.
         validate: Validate arguments against the function docs before calling.
         guard: Optional extra check for argument values a backend cannot handle safely.
+        isolate: Optional hook run on each loaded instance (see module docstring).
     """
 
     def __init__(
@@ -99,6 +116,7 @@ class ToolRuntime:
         *,
         validate: bool = True,
         guard: ArgumentGuard | None = None,
+        isolate: Isolate | None = None,
     ):
         stateless = frozenset(stateless)
         self.instances: dict[str, Any] = {}
@@ -109,10 +127,10 @@ class ToolRuntime:
             cls = classes[backend]
             instance = cls()
             if backend not in stateless:
-                instance._load_scenario(copy.deepcopy(task.initial_config.get(backend, {})),
+                instance._load_scenario(copy_state(task.initial_config.get(backend, {})),
                                         long_context=task.long_context)
-                if task.long_context:
-                    instance.__dict__ = copy.deepcopy(instance.__dict__)
+                if isolate is not None:
+                    isolate(backend, instance, task.long_context)
             self.instances[backend] = instance
             for name in _public_methods(cls):
                 if name in self._owner and self._owner[name] != backend:
@@ -141,8 +159,8 @@ class ToolRuntime:
         if problem is not None:
             return CallRecord(call, f"Error during execution: invalid arguments for {call.name}: {problem}",
                               executed=False)
-        try:
-            result = stringify_result(getattr(instance, call.name)(**kwargs))
+        try:  # simulators may mutate their arguments: never hand them the call's own values
+            result = stringify_result(getattr(instance, call.name)(**copy_state(kwargs)))
         except Exception as e:
             result = f"Error during execution: {e}"
         if len(result) > MAX_RESULT_CHARS:
