@@ -29,9 +29,7 @@ class OracleAgent:
             return END_OF_TURN
         if base.config.tool_format == "python":
             return "[" + ", ".join(c.render() for c in calls) + "]"
-        blocks = (
-            json.dumps({"name": c.name, "arguments": base.runtime.keyword_arguments(c)}) for c in calls
-        )
+        blocks = (json.dumps({"name": c.name, "arguments": base.runtime.keyword_arguments(c)}) for c in calls)
         return "\n".join(f"<tool_call>{b}</tool_call>" for b in blocks)
 
 

@@ -49,8 +49,8 @@ def _official_runner():
         for turn in truth:  # inference-style execution: one step per turn with all its calls
             if turn:
                 multi_turn_utils.execute_multi_turn_func_call(
-                    turn, entry["initial_config"], entry["involved_classes"], model, task_id,
-                    long_context=long_context)
+                    turn, entry["initial_config"], entry["involved_classes"], model, task_id, long_context=long_context
+                )
             decoded.append([turn] if turn else [])
         valid = multi_turn_checker(decoded, truth, entry, category, model)["valid"]
         g = vars(multi_turn_utils)
@@ -96,10 +96,14 @@ def main() -> None:
     official, first, repeat = (statistics.median(times[k]) for k in ("official", "first", "repeat"))
     print(f"episodes: {len(task_ids)} (all valid on both paths), repeats: {args.repeats}, median per episode")
     print(f"  official bfcl_eval execute + multi_turn_checker:   {1000 * official:.3f} ms")
-    print(f"  tooluse-gym Gym episode, first play of each task: {1000 * first:.3f} ms  "
-          f"(official/ours {official / first:.2f}x)")
-    print(f"  tooluse-gym Gym episode, repeat play:             {1000 * repeat:.3f} ms  "
-          f"(official/ours {official / repeat:.2f}x)")
+    print(
+        f"  tooluse-gym Gym episode, first play of each task: {1000 * first:.3f} ms  "
+        f"(official/ours {official / first:.2f}x)"
+    )
+    print(
+        f"  tooluse-gym Gym episode, repeat play:             {1000 * repeat:.3f} ms  "
+        f"(official/ours {official / repeat:.2f}x)"
+    )
 
 
 if __name__ == "__main__":

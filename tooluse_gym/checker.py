@@ -52,8 +52,12 @@ class TurnVerdict:
     missing_results: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"turn": self.turn, "checked": self.checked, "valid": self.valid,
-                               "error_type": self.error_type}
+        out: dict[str, Any] = {
+            "turn": self.turn,
+            "checked": self.checked,
+            "valid": self.valid,
+            "error_type": self.error_type,
+        }
         if self.message:
             out["message"] = self.message
         if self.state_diff is not None:
@@ -73,8 +77,12 @@ class CheckResult:
     turns: tuple[TurnVerdict, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"valid": self.valid, "error_type": self.error_type, "error_message": self.error_message,
-                "turns": [t.to_dict() for t in self.turns]}
+        return {
+            "valid": self.valid,
+            "error_type": self.error_type,
+            "error_message": self.error_message,
+            "turns": [t.to_dict() for t in self.turns],
+        }
 
 
 @dataclass(frozen=True)
@@ -162,8 +170,12 @@ class EpisodeChecker:
 
     def result(self) -> CheckResult:
         if self._force_terminated_at is not None:
-            return CheckResult(False, FORCE_TERMINATED,
-                               f"step limit exceeded in turn {self._force_terminated_at}", tuple(self._verdicts))
+            return CheckResult(
+                False,
+                FORCE_TERMINATED,
+                f"step limit exceeded in turn {self._force_terminated_at}",
+                tuple(self._verdicts),
+            )
         for v in self._verdicts:
             if not v.valid:
                 return CheckResult(False, v.error_type, v.message, tuple(self._verdicts))
@@ -172,18 +184,30 @@ class EpisodeChecker:
     def _compare(self, turn: int, model: ToolRuntime, truth: TruthTurn) -> TurnVerdict:
         model_state, truth_state = model.state(), truth.state
         for backend in self.task.backends:
-            diff = {attr: state_diff(model_state[backend].get(attr), value)
-                    for attr, value in truth_state[backend].items()
-                    if model_state[backend].get(attr, _MISSING) != value}
+            diff = {
+                attr: state_diff(model_state[backend].get(attr), value)
+                for attr, value in truth_state[backend].items()
+                if model_state[backend].get(attr, _MISSING) != value
+            }
             if diff:
-                return TurnVerdict(turn, True, False, STATE_MISMATCH,
-                                   f"{backend} state differs from the ground truth after turn {turn}",
-                                   state_diff={backend: diff})
+                return TurnVerdict(
+                    turn,
+                    True,
+                    False,
+                    STATE_MISMATCH,
+                    f"{backend} state differs from the ground truth after turn {turn}",
+                    state_diff={backend: diff},
+                )
         missing = _missing(truth.results, self._model_results)
         if missing:
-            return TurnVerdict(turn, True, False, RESPONSE_MISMATCH,
-                               f"{len(missing)} ground-truth result(s) of turn {turn} not among the model's results",
-                               missing_results=tuple(_clip(m) for m in missing))
+            return TurnVerdict(
+                turn,
+                True,
+                False,
+                RESPONSE_MISMATCH,
+                f"{len(missing)} ground-truth result(s) of turn {turn} not among the model's results",
+                missing_results=tuple(_clip(m) for m in missing),
+            )
         return TurnVerdict(turn, checked=True, valid=True)
 
 
@@ -257,5 +281,7 @@ def state_diff(model: Any, truth: Any, depth: int = 0, _ancestors: frozenset[int
         if type(model) is type(truth) and _is_object(truth):
             inner = _ancestors | {id(model), id(truth)}
             return state_diff(_public(model), _public(truth), depth + 1, inner)
-    return {"model": "<missing>" if model is _MISSING else jsonable(model, 0, _ancestors),
-            "ground_truth": "<missing>" if truth is _MISSING else jsonable(truth, 0, _ancestors)}
+    return {
+        "model": "<missing>" if model is _MISSING else jsonable(model, 0, _ancestors),
+        "ground_truth": "<missing>" if truth is _MISSING else jsonable(truth, 0, _ancestors),
+    }

@@ -129,9 +129,7 @@ class ToolSchemas(Space[list]):
         return []
 
     def contains(self, x: Any) -> bool:
-        return isinstance(x, list) and all(
-            isinstance(t, Mapping) and isinstance(t.get("function"), Mapping) for t in x
-        )
+        return isinstance(x, list) and all(isinstance(t, Mapping) and isinstance(t.get("function"), Mapping) for t in x)
 
     def __repr__(self) -> str:
         return "ToolSchemas()"

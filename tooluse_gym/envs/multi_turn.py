@@ -31,12 +31,22 @@ class MultiTurnEnv(ToolUseEnv):
         max_steps_per_turn: int = bfcl.MAX_STEPS_PER_TURN,
         render_mode: str | None = None,
     ):
-        config = EnvConfig(tool_format=tool_format, strict_tools=strict_tools, validate_args=validate_args,
-                           max_steps_per_turn=max_steps_per_turn, holdout_notice=bfcl.holdout_notice())
+        config = EnvConfig(
+            tool_format=tool_format,
+            strict_tools=strict_tools,
+            validate_args=validate_args,
+            max_steps_per_turn=max_steps_per_turn,
+            holdout_notice=bfcl.holdout_notice(),
+        )
         protocol = ProtocolCard(
-            env_id="ToolUse-MultiTurn-v0", category=category, tool_format=tool_format, strict_tools=strict_tools,
-            validate_args=validate_args, max_steps_per_turn=max_steps_per_turn,
-            bfcl_version=bfcl.bfcl_version(), tooluse_gym_version=__version__,
+            env_id="ToolUse-MultiTurn-v0",
+            category=category,
+            tool_format=tool_format,
+            strict_tools=strict_tools,
+            validate_args=validate_args,
+            max_steps_per_turn=max_steps_per_turn,
+            bfcl_version=bfcl.bfcl_version(),
+            tooluse_gym_version=__version__,
         )
         super().__init__(
             bfcl.load_bfcl_tasks(category, task_ids),

@@ -190,8 +190,14 @@ class ToolUseEnv(gym.Env[dict, Any]):
     # --- internals -------------------------------------------------------------------------
 
     def _new_runtime(self) -> ToolRuntime:
-        return ToolRuntime(self.task, self._backends, self._stateless,
-                           validate=self.config.validate_args, guard=self._guard, isolate=self._isolate)
+        return ToolRuntime(
+            self.task,
+            self._backends,
+            self._stateless,
+            validate=self.config.validate_args,
+            guard=self._guard,
+            isolate=self._isolate,
+        )
 
     def _protocol(self) -> dict[str, Any]:
         """A copy of the protocol card for `info` (its only nested value is `extra`)."""
@@ -235,15 +241,19 @@ class ToolUseEnv(gym.Env[dict, Any]):
         ids = self.messages[-1].get("tool_calls") or []
         for i, record in enumerate(records):
             call_id = ids[i]["id"] if i < len(ids) else f"call_{self.turn}_{self.steps_in_turn}_{i}"
-            self.messages.append({"role": "tool", "tool_call_id": call_id, "name": record.call.name,
-                                  "content": record.result})
+            self.messages.append(
+                {"role": "tool", "tool_call_id": call_id, "name": record.call.name, "content": record.result}
+            )
 
     def _assistant_message(self, action: Any, parsed: ParsedAction) -> dict[str, Any]:
         if not isinstance(action, Mapping) or not action.get("tool_calls"):
             return {"role": "assistant", "content": parsed.content}
         calls = [
-            {"id": c.call_id or f"call_{self.turn}_{self.steps_in_turn + 1}_{i}", "type": "function",
-             "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))}}
+            {
+                "id": c.call_id or f"call_{self.turn}_{self.steps_in_turn + 1}_{i}",
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))},
+            }
             for i, c in enumerate(parsed.calls)
         ]
         return {"role": "assistant", "content": parsed.content, "tool_calls": calls}
@@ -258,6 +268,10 @@ class ToolUseEnv(gym.Env[dict, Any]):
         self._result = self.checker.result()
         reward = 1.0 if self._result.valid else 0.0
         info["checker"] = self._result.to_dict()
-        info["episode"] = {"task_id": self.task.task_id, "reward": reward, "turns": self.turn + 1,
-                           "steps": self.total_steps}
+        info["episode"] = {
+            "task_id": self.task.task_id,
+            "reward": reward,
+            "turns": self.turn + 1,
+            "steps": self.total_steps,
+        }
         return self._obs(), reward, True, False, info

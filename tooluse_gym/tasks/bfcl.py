@@ -68,8 +68,16 @@ def bfcl_version() -> str:
 def backend_classes() -> dict[str, type]:
     """The eight multi-turn simulator classes, by the names BFCL data uses."""
     config = _import("bfcl_eval.constants.executable_backend_config")
-    names = ("GorillaFileSystem", "MathAPI", "MessageAPI", "TwitterAPI", "TicketAPI",
-             "TradingBot", "TravelAPI", "VehicleControlAPI")
+    names = (
+        "GorillaFileSystem",
+        "MathAPI",
+        "MessageAPI",
+        "TwitterAPI",
+        "TicketAPI",
+        "TradingBot",
+        "TravelAPI",
+        "VehicleControlAPI",
+    )
     return {name: getattr(_import(config.CLASS_FILE_PATH_MAPPING[name]), name) for name in names}
 
 

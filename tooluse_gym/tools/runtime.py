@@ -127,8 +127,9 @@ class ToolRuntime:
             cls = classes[backend]
             instance = cls()
             if backend not in stateless:
-                instance._load_scenario(copy_state(task.initial_config.get(backend, {})),
-                                        long_context=task.long_context)
+                instance._load_scenario(
+                    copy_state(task.initial_config.get(backend, {})), long_context=task.long_context
+                )
                 if isolate is not None:
                     isolate(backend, instance, task.long_context)
             self.instances[backend] = instance
@@ -157,8 +158,9 @@ class ToolRuntime:
             return CallRecord(call, f"Error during execution: {call.name}(): {e}", executed=False)
         problem = self._check(backend, call.name, kwargs)
         if problem is not None:
-            return CallRecord(call, f"Error during execution: invalid arguments for {call.name}: {problem}",
-                              executed=False)
+            return CallRecord(
+                call, f"Error during execution: invalid arguments for {call.name}: {problem}", executed=False
+            )
         try:  # simulators may mutate their arguments: never hand them the call's own values
             result = stringify_result(getattr(instance, call.name)(**copy_state(kwargs)))
         except Exception as e:

@@ -19,10 +19,28 @@ from typing import Any, Generic, TypeVar
 
 import jsonschema
 
-_TYPE_MAP = {"dict": "object", "float": "number", "tuple": "array", "int": "integer", "bool": "boolean",
-             "str": "string", "list": "array"}
-_KEEP = ("properties", "items", "required", "enum", "minimum", "maximum", "minItems", "maxItems",
-         "additionalProperties", "description", "default")
+_TYPE_MAP = {
+    "dict": "object",
+    "float": "number",
+    "tuple": "array",
+    "int": "integer",
+    "bool": "boolean",
+    "str": "string",
+    "list": "array",
+}
+_KEEP = (
+    "properties",
+    "items",
+    "required",
+    "enum",
+    "minimum",
+    "maximum",
+    "minItems",
+    "maxItems",
+    "additionalProperties",
+    "description",
+    "default",
+)
 _FAST_KEYWORDS = frozenset({"type", "properties", "required", "items", "additionalProperties"})
 
 # BFCL ground truth passes tuples where docs say "array"; accept both list and tuple.
@@ -42,8 +60,7 @@ def _is_number(value: Any) -> bool:
 # as plain predicates; tests/tools/test_schemas.py checks that they agree.
 FAST_TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
-    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool))
-    or (isinstance(v, float) and v.is_integer()),
+    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer()),
     "number": _is_number,
     "boolean": lambda v: isinstance(v, bool),
     "array": lambda v: isinstance(v, (list, tuple)),
