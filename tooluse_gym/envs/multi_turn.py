@@ -54,7 +54,6 @@ class MultiTurnEnv(ToolUseEnv):
             config=config,
             protocol=protocol,
             stateless_backends=bfcl.stateless_backends(),
-            guard=bfcl.argument_guard,
-            isolate=bfcl.isolate_instance,
+            hooks=bfcl.HOOKS,
             render_mode=render_mode,
         )

@@ -17,7 +17,7 @@ from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.spaces import AssistantAction, Conversation, ToolSchemas
 from tooluse_gym.tasks.schema import Task
 from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS, parse_action
-from tooluse_gym.tools.runtime import ArgumentGuard, Isolate, ToolRuntime
+from tooluse_gym.tools.runtime import BackendHooks, ToolRuntime
 from tooluse_gym.tools.schemas import openai_tool
 from tooluse_gym.types import ParsedAction
 
@@ -93,8 +93,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
         config: EnvConfig | None = None,
         protocol: ProtocolCard,
         stateless_backends: frozenset[str] = frozenset(),
-        guard: ArgumentGuard | None = None,
-        isolate: Isolate | None = None,
+        hooks: BackendHooks | None = None,
         render_mode: str | None = None,
     ):
         if not tasks:
@@ -106,8 +105,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
         self._by_id = {t.task_id: i for i, t in enumerate(self.tasks)}
         self._backends = dict(backends)
         self._stateless = stateless_backends
-        self._guard = guard
-        self._isolate = isolate
+        self._hooks = hooks or BackendHooks()
         self.protocol = protocol
         self._protocol_dict = protocol.to_dict()
         self._truth_cache: OrderedDict[str, tuple[TruthTurn, ...]] = OrderedDict()
@@ -195,8 +193,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
             self._backends,
             self._stateless,
             validate=self.config.validate_args,
-            guard=self._guard,
-            isolate=self._isolate,
+            hooks=self._hooks,
         )
 
     def _protocol(self) -> dict[str, Any]:

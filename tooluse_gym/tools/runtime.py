@@ -7,9 +7,10 @@ we refuse before running them (unknown function, invalid arguments, a malformed 
 get a message with the same ``Error during execution:`` prefix; an unknown name reads
 exactly like BFCL's ``name 'f' is not defined``.
 
-Isolation: every runtime creates its own instances from a copy of the initial state; an
-optional `isolate` hook then copies whatever a backend shares with module-level data
-(BFCL's long-context TravelAPI merges module dicts by reference).
+Isolation: every runtime creates its own instances from a copy of the initial state; the
+`BackendHooks.isolate` hook then copies whatever a backend shares with module-level data
+(BFCL's long-context TravelAPI merges module dicts by reference). Arguments are copied
+before every call, because simulators may mutate the lists they are given.
 """
 
 from __future__ import annotations
@@ -31,10 +32,24 @@ MAX_INT_MAGNITUDE = 2**63
 MAX_RESULT_CHARS = 1_000_000
 """Longer tool results are cut (BFCL's long-context results stay well below this)."""
 
-Isolate = Callable[[str, Any, bool], None]
-"""(backend, fresh instance, long_context) -> None; copies state shared with module globals."""
-ArgumentGuard = Callable[[str, str, Mapping[str, Any]], "str | None"]
-"""(backend, function, kwargs) -> error message or None; rejects values a backend cannot handle."""
+
+@dataclass(frozen=True)
+class BackendHooks:
+    """Adjustments for one family of backends, supplied by the task source (BFCL's: `tasks/bfcl.py`).
+
+    Attributes:
+        isolate: ``(backend, fresh instance, long_context) -> None``; copies state that the
+            instance shares with module-level data.
+        guard: ``(backend, function, kwargs) -> message | None``; refuses argument values
+            a backend cannot handle safely (e.g. an exponent that takes minutes).
+        validation_doc: ``doc -> doc``; the doc to validate arguments against, where the
+            published doc contradicts the backend's own data (the doc shown to the model
+            is never changed).
+    """
+
+    isolate: Callable[[str, Any, bool], None] | None = None
+    guard: Callable[[str, str, Mapping[str, Any]], str | None] | None = None
+    validation_doc: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -104,8 +119,7 @@ class ToolRuntime:
         classes: Backend name -> class (e.g. the BFCL simulators).
         stateless: Backends that have no `_load_scenario` to call.
         validate: Validate arguments against the function docs before calling.
-        guard: Optional extra check for argument values a backend cannot handle safely.
-        isolate: Optional hook run on each loaded instance (see module docstring).
+        hooks: Backend-specific adjustments (see `BackendHooks`).
     """
 
     def __init__(
@@ -115,10 +129,10 @@ class ToolRuntime:
         stateless: Iterable[str] = (),
         *,
         validate: bool = True,
-        guard: ArgumentGuard | None = None,
-        isolate: Isolate | None = None,
+        hooks: BackendHooks | None = None,
     ):
         stateless = frozenset(stateless)
+        hooks = hooks or BackendHooks()
         self.instances: dict[str, Any] = {}
         self._owner: dict[str, str] = {}
         for backend in task.backends:
@@ -130,16 +144,17 @@ class ToolRuntime:
                 instance._load_scenario(
                     copy_state(task.initial_config.get(backend, {})), long_context=task.long_context
                 )
-                if isolate is not None:
-                    isolate(backend, instance, task.long_context)
+                if hooks.isolate is not None:
+                    hooks.isolate(backend, instance, task.long_context)
             self.instances[backend] = instance
             for name in _public_methods(cls):
                 if name in self._owner and self._owner[name] != backend:
                     raise ValueError(f"function {name!r} is defined by both {self._owner[name]} and {backend}")
                 self._owner[name] = backend
-        self._docs = {doc["name"]: doc for doc in task.all_functions()}
+        relax = hooks.validation_doc or (lambda doc: doc)
+        self._docs = {doc["name"]: relax(doc) for doc in task.all_functions()}
         self._validate = validate
-        self._guard = guard
+        self._guard = hooks.guard
 
     def execute(self, calls: Iterable[ToolCall], offered: frozenset[str] | None = None) -> list[CallRecord]:
         """Run calls in order; `offered` (if given) is the set of names the model may call."""
