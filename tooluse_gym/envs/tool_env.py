@@ -83,7 +83,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
     `info["checker"]` then holds ``valid``, ``error_type`` and per-turn verdicts.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
         self,
