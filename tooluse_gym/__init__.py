@@ -3,7 +3,8 @@
     import gymnasium as gym
     import tooluse_gym  # registers the ids
 
-    env = gym.make("ToolUse-MultiTurn-v0", category="base")
+    env = gym.make("ToolUse-MultiTurn-v0", category="base", template="native", reasoning="keep",
+                   system_prompt="bfcl", tool_format="python")
 
 Importing this package registers environment ids only; it never imports torch or vLLM.
 """
@@ -19,6 +20,6 @@ __all__ = ["__version__"]
 if "ToolUse-MultiTurn-v0" not in registry:
     register(
         id="ToolUse-MultiTurn-v0",
-        entry_point="tooluse_gym.envs.multi_turn:MultiTurnEnv",
+        entry_point="tooluse_gym.envs.multi_turn:make_multi_turn_env",
         disable_env_checker=False,
     )

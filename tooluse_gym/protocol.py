@@ -35,6 +35,7 @@ class ProtocolCard:
         reward: ``terminal`` (official: 1.0 if the checker marks the episode valid) or ``per_turn``.
         bfcl_version: Installed bfcl-eval version (data, simulators, prompt text).
         tooluse_gym_version: This package's version.
+        seed: The seed of the reset this card was issued at (None when not seeded).
         extra: Further knobs added by wrappers, name -> JSON value.
     """
 
@@ -52,6 +53,7 @@ class ProtocolCard:
     reward: str = "terminal"
     bfcl_version: str = ""
     tooluse_gym_version: str = ""
+    seed: int | None = None
     extra: tuple[tuple[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -73,10 +75,15 @@ class ProtocolCard:
         return dataclasses.replace(self, **changes)
 
     def fingerprint(self) -> str:
-        """sha256 of the card's canonical JSON (short form: first 12 hex digits)."""
-        return sha256_text(json.dumps(self.to_dict(), sort_keys=True))[:12]
+        """A short stable hash of the protocol (12 hex digits of sha256), e.g. to name result folders.
 
-    def differences(self, other: ProtocolCard) -> dict[str, tuple[Any, Any]]:
-        """Fields whose values differ: name -> (self's, other's)."""
+        The seed is left out: runs that differ only in their seeds share a protocol.
+        """
+        data = self.to_dict()
+        del data["seed"]
+        return sha256_text(json.dumps(data, sort_keys=True))[:12]
+
+    def differences(self, other: ProtocolCard, *, ignore: tuple[str, ...] = ("seed",)) -> dict[str, tuple[Any, Any]]:
+        """Fields whose values differ: name -> (self's, other's); the seed is ignored by default."""
         a, b = self.to_dict(), other.to_dict()
-        return {k: (a[k], b[k]) for k in a if a[k] != b[k]}
+        return {k: (a[k], b[k]) for k in a if a[k] != b[k] and k not in ignore}

@@ -52,7 +52,7 @@ def test_seeded_reset_picks_tasks_reproducibly(make_env):
 
 
 def test_observation_and_protocol_card(make_env):
-    env = make_env(category="base")
+    env = make_env(category="base", system_prompt="none")
     obs, info = env.reset(seed=0, options={"task_id": "multi_turn_base_0"})
     assert obs["messages"] == [{"role": "user", "content": env.unwrapped.task.turns[0][0]["content"]}]
     names = {t["function"]["name"] for t in obs["tools"]}
@@ -87,12 +87,12 @@ def test_message_without_call_ends_the_turn_and_next_user_turn_follows(make_env)
 
 
 def test_holdout_turn_offers_new_functions(make_env):
-    env = make_env(category="miss_func")
+    env = make_env(category="miss_func", system_prompt="none")
     obs, _ = env.reset(options={"task_id": "multi_turn_miss_func_47"})
     assert "mean" not in {t["function"]["name"] for t in obs["tools"]}
     for action in ("[find(path='.')]", END_OF_TURN, END_OF_TURN):
         obs, *_ = env.step(action)
-    assert obs["messages"][-1] == {"role": "user", "content": bfcl.holdout_notice()}
+    assert obs["messages"][-1] == {"role": "user", "content": bfcl.holdout_notice_template(prompting=False)}
     assert "mean" in {t["function"]["name"] for t in obs["tools"]}
 
 

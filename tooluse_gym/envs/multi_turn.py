@@ -1,21 +1,43 @@
-"""`ToolUse-MultiTurn-v0`: the 800 BFCL multi-turn tasks."""
+"""`ToolUse-MultiTurn-v0`: the 800 BFCL multi-turn tasks, with the evaluation protocol as explicit knobs."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import gymnasium as gym
+
 from tooluse_gym import __version__
 from tooluse_gym.envs.tool_env import EnvConfig, ToolUseEnv
-from tooluse_gym.protocol import ProtocolCard
+from tooluse_gym.prompts import system_prompt_spec
+from tooluse_gym.protocol import ProtocolCard, sha256_text
 from tooluse_gym.tasks import bfcl
+from tooluse_gym.wrappers import (
+    REASONING_MODES,
+    TEMPLATES,
+    TOOL_RESULT_PLACEMENTS,
+    ContextTemplate,
+    ReasoningHistory,
+    RenderedPrompt,
+    SystemPrompt,
+    ToolResultPlacement,
+)
+
+ENV_ID = "ToolUse-MultiTurn-v0"
+TOOL_FORMATS = ("python", "json")
 
 
 class MultiTurnEnv(ToolUseEnv):
-    """BFCL multi-turn (base, miss_func, miss_param, long_context) as a Gymnasium env.
+    """BFCL multi-turn (base, miss_func, miss_param, long_context) as a Gymnasium env, without protocol wrappers.
+
+    `gym.make("ToolUse-MultiTurn-v0", ...)` builds this env and wraps it (`make_multi_turn_env`).
 
     ## Arguments
     - `category`: ``base`` | ``miss_func`` | ``miss_param`` | ``long_context`` | ``all``.
     - `task_ids`: optional list of task ids to restrict the env to.
     - `tool_format`, `strict_tools`, `validate_args`, `max_steps_per_turn`: see `EnvConfig`.
     - `render_mode`: ``None`` or ``"ansi"``.
+    - `holdout_prompting`: show held-out functions' docs in the notice (BFCL prompting mode).
+    - `protocol`: the card to report; by default one for this env without wrappers.
 
     ## Version History
     - v0: initial version (bfcl-eval 2026.3.23 data and simulators).
@@ -24,22 +46,25 @@ class MultiTurnEnv(ToolUseEnv):
     def __init__(
         self,
         category: str = "base",
-        task_ids: list[str] | None = None,
+        task_ids: Sequence[str] | None = None,
         tool_format: str = "python",
         strict_tools: bool = False,
         validate_args: bool = True,
         max_steps_per_turn: int = bfcl.MAX_STEPS_PER_TURN,
         render_mode: str | None = None,
+        *,
+        holdout_prompting: bool = False,
+        protocol: ProtocolCard | None = None,
     ):
         config = EnvConfig(
             tool_format=tool_format,
             strict_tools=strict_tools,
             validate_args=validate_args,
             max_steps_per_turn=max_steps_per_turn,
-            holdout_notice=bfcl.holdout_notice(),
+            holdout_notice=bfcl.holdout_notice_template(prompting=holdout_prompting),
         )
-        protocol = ProtocolCard(
-            env_id="ToolUse-MultiTurn-v0",
+        protocol = protocol or ProtocolCard(
+            env_id=ENV_ID,
             category=category,
             tool_format=tool_format,
             strict_tools=strict_tools,
@@ -57,3 +82,94 @@ class MultiTurnEnv(ToolUseEnv):
             hooks=bfcl.HOOKS,
             render_mode=render_mode,
         )
+
+
+def _check_choice(knob: str, value: object, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise ValueError(f"{knob} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+
+
+def make_multi_turn_env(
+    category: str = "base",
+    task_ids: Sequence[str] | None = None,
+    template: str = "native",
+    reasoning: str = "keep",
+    system_prompt: str = "bfcl",
+    tool_format: str = "python",
+    tool_results: str = "tool_messages",
+    strict_tools: bool = False,
+    validate_args: bool = True,
+    max_steps_per_turn: int = bfcl.MAX_STEPS_PER_TURN,
+    tokenizer: str | None = None,
+    chat_template: str | None = None,
+    render_mode: str | None = None,
+) -> gym.Env:
+    """Build `ToolUse-MultiTurn-v0`: the BFCL env wrapped for the requested protocol.
+
+    Args:
+        category: ``base`` | ``miss_func`` | ``miss_param`` | ``long_context`` | ``all``.
+        task_ids: Restrict the env to these task ids.
+        template: ``native`` (role-separated messages) | ``context`` (history in one user message).
+        reasoning: Earlier ``<think>`` content: ``keep`` | ``strip`` (all but the current turn's) | ``last``.
+        system_prompt: ``bfcl`` | ``strong`` | ``none`` | any other text (a literal prompt; a
+            ``{functions}`` placeholder in it receives the function list).
+        tool_format: ``python`` (``[f(a=1)]``) | ``json`` (``<tool_call>{...}</tool_call>`` blocks).
+        tool_results: ``tool_messages`` | ``user_message`` (BFCL's prompting handlers).
+        strict_tools: Refuse held-out functions before their turn and excluded functions.
+        validate_args: Validate arguments against the function schema before calling.
+        max_steps_per_turn: Executing steps allowed per turn (BFCL: 20).
+        tokenizer: Add ``prompt`` rendered with this tokenizer's chat template (a local
+            folder, a cached hub id, or ``smollm2-135m``).
+        chat_template: Jinja text or a file path replacing the tokenizer's template.
+        render_mode: ``None`` or ``"ansi"``.
+    """
+    _check_choice("template", template, TEMPLATES)
+    _check_choice("reasoning", reasoning, REASONING_MODES)
+    _check_choice("tool_format", tool_format, TOOL_FORMATS)
+    _check_choice("tool_results", tool_results, TOOL_RESULT_PLACEMENTS)
+    if category != "all":
+        bfcl.normalize_category(category)
+    prompt = system_prompt_spec(system_prompt, tool_format)
+    extra = {}
+    if tokenizer is not None:
+        extra["tokenizer"] = tokenizer
+        if chat_template is not None:
+            extra["chat_template_sha256"] = sha256_text(chat_template)
+    card = ProtocolCard(
+        env_id=ENV_ID,
+        category=category,
+        template=template,
+        reasoning=reasoning,
+        system_prompt=prompt.name,
+        system_prompt_sha256=prompt.sha256,
+        tool_format=tool_format,
+        tool_results=tool_results,
+        strict_tools=strict_tools,
+        validate_args=validate_args,
+        max_steps_per_turn=max_steps_per_turn,
+        bfcl_version=bfcl.bfcl_version(),
+        tooluse_gym_version=__version__,
+        extra=tuple(sorted(extra.items())),
+    )
+    env: gym.Env = MultiTurnEnv(
+        category,
+        task_ids,
+        tool_format,
+        strict_tools,
+        validate_args,
+        max_steps_per_turn,
+        render_mode,
+        holdout_prompting=prompt.carries_tools,
+        protocol=card,
+    )
+    if reasoning != "keep":
+        env = ReasoningHistory(env, reasoning)
+    if tool_results != "tool_messages":
+        env = ToolResultPlacement(env, tool_results)
+    if prompt.name != "none":
+        env = SystemPrompt(env, system_prompt, tool_format)
+    if template == "context":
+        env = ContextTemplate(env)
+    if tokenizer is not None:
+        env = RenderedPrompt(env, tokenizer, chat_template)
+    return env

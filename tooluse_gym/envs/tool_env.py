@@ -17,7 +17,7 @@ from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.spaces import AssistantAction, Conversation, ToolSchemas
 from tooluse_gym.tasks.schema import Task
 from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS, parse_action
-from tooluse_gym.tools.runtime import BackendHooks, ToolRuntime
+from tooluse_gym.tools.runtime import BackendHooks, CallRecord, ToolRuntime
 from tooluse_gym.tools.schemas import openai_tool
 from tooluse_gym.types import ParsedAction
 
@@ -38,7 +38,8 @@ class EnvConfig:
         max_steps_per_turn: BFCL allows 20 executing steps per turn; the next one force-quits.
         truth_cache_size: Tasks whose ground-truth replay is kept once they are played a
             second time (about 20 kB each for BFCL).
-        holdout_notice: User message sent when held-out functions are added (BFCL's text).
+        holdout_notice: User message sent when held-out functions are added; ``{functions}``
+            in it is replaced by the Python repr of their docs (BFCL's prompting mode).
     """
 
     tool_format: str = "python"
@@ -131,6 +132,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
         self.runtime = self._new_runtime()
         self.checker = EpisodeChecker(self.task, self._truth_for(self.task))
         self.messages: list[dict[str, Any]] = []
+        self.call_records: dict[str, CallRecord] = {}
         self.turn = 0
         self.steps_in_turn = 0
         self.total_steps = 0
@@ -139,7 +141,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
         self._offered = self.task.offered_names(0)
         self._tools: list[dict[str, Any]] | None = None
         self._present_turn()
-        info = {"task_id": self.task.task_id, "turn": 0, "protocol": self._protocol()}
+        info = {"task_id": self.task.task_id, "turn": 0, "protocol": self._protocol(seed)}
         return self._obs(), info
 
     def step(self, action: Any):
@@ -196,9 +198,9 @@ class ToolUseEnv(gym.Env[dict, Any]):
             hooks=self._hooks,
         )
 
-    def _protocol(self) -> dict[str, Any]:
-        """A copy of the protocol card for `info` (its only nested value is `extra`)."""
-        return {**self._protocol_dict, "extra": copy.deepcopy(self._protocol_dict["extra"])}
+    def _protocol(self, seed: int | None) -> dict[str, Any]:
+        """A copy of the protocol card for `info`, with this reset's seed."""
+        return {**self._protocol_dict, "seed": seed, "extra": copy.deepcopy(self._protocol_dict["extra"])}
 
     def _truth_for(self, task: Task) -> Sequence[TruthTurn]:
         """A task's first episode replays the ground truth live; later ones share a cached copy."""
@@ -225,7 +227,8 @@ class ToolUseEnv(gym.Env[dict, Any]):
         if user:
             self.messages.extend(dict(m) for m in user)
         else:
-            self.messages.append({"role": "user", "content": self.config.holdout_notice})
+            docs = str([dict(d) for d in self.task.held_out.get(self.turn, ())])
+            self.messages.append({"role": "user", "content": self.config.holdout_notice.replace("{functions}", docs)})
 
     def _execute(self, parsed: ParsedAction) -> None:
         offered = self._offered if self.config.strict_tools else None
@@ -238,14 +241,18 @@ class ToolUseEnv(gym.Env[dict, Any]):
         ids = self.messages[-1].get("tool_calls") or []
         for i, record in enumerate(records):
             call_id = ids[i]["id"] if i < len(ids) else f"call_{self.turn}_{self.steps_in_turn}_{i}"
+            self.call_records[call_id] = record
             self.messages.append(
                 {"role": "tool", "tool_call_id": call_id, "name": record.call.name, "content": record.result}
             )
 
     def _assistant_message(self, action: Any, parsed: ParsedAction) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": parsed.content}
+        if isinstance(action, Mapping) and isinstance(action.get("reasoning_content"), str):
+            message["reasoning_content"] = action["reasoning_content"]
         if not isinstance(action, Mapping) or not action.get("tool_calls"):
-            return {"role": "assistant", "content": parsed.content}
-        calls = [
+            return message
+        message["tool_calls"] = [
             {
                 "id": c.call_id or f"call_{self.turn}_{self.steps_in_turn + 1}_{i}",
                 "type": "function",
@@ -253,7 +260,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
             }
             for i, c in enumerate(parsed.calls)
         ]
-        return {"role": "assistant", "content": parsed.content, "tool_calls": calls}
+        return message
 
     def _obs(self) -> dict[str, Any]:
         if self._tools is None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import copy
 import importlib
+import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache, lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -88,11 +89,6 @@ def backend_classes() -> dict[str, type]:
 def stateless_backends() -> frozenset[str]:
     """Backends with no state to load (BFCL skips their `_load_scenario`)."""
     return frozenset(_import("bfcl_eval.constants.executable_backend_config").STATELESS_CLASSES)
-
-
-def holdout_notice() -> str:
-    """The user message BFCL sends (in function-calling mode) when held-out functions are added."""
-    return _import("bfcl_eval.constants.default_prompts").DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
 
 
 def normalize_category(category: str) -> str:
@@ -225,3 +221,44 @@ def validation_doc(doc: Mapping[str, Any]) -> Mapping[str, Any]:
 
 HOOKS = BackendHooks(isolate=isolate_instance, guard=argument_guard, validation_doc=validation_doc)
 """What the BFCL simulators need from the runtime (see `BackendHooks`)."""
+
+
+def system_prompt_template(call_format: str | None = None) -> str:
+    """BFCL's default prompting-mode system prompt, with ``{functions}`` where the tool list goes.
+
+    Composed at run time from bfcl_eval's own template pieces, exactly as its
+    ``formulate_system_prompt`` does for the default config (plaintext, classic style,
+    JSON function docs). `call_format` replaces BFCL's Python call-format example, for
+    protocols that ask for another call syntax; None keeps BFCL's.
+    """
+    prompts = _import("bfcl_eval.constants.default_prompts")
+    style = prompts.PROMPT_STYLE_TEMPLATES["classic"]
+    tool_call = style["tool_call_no_tag"].format(
+        output_format=call_format or prompts.OUTPUT_FORMAT_MAPPING["python"],
+        param_types=prompts.PARAM_TYPE_MAPPING["python"],
+    )
+    available = style["available_tools"].format(format="json", functions="{functions}")
+    return prompts.PROMPT_TEMPLATE_MAPPING["plaintext"].format(
+        persona=style["persona"],
+        task=style["task"],
+        tool_call_format=tool_call,
+        multiturn_behavior=style["multiturn_behavior"],
+        available_tools=available,
+    )
+
+
+def format_functions(functions: Sequence[Mapping[str, Any]]) -> str:
+    """The function list as BFCL puts it into its system prompt."""
+    return json.dumps(list(functions), indent=4)
+
+
+def holdout_notice_template(prompting: bool) -> str:
+    """The message BFCL sends when held-out functions are added, with ``{functions}`` for their docs.
+
+    Function-calling mode sends a fixed sentence (the tools field carries the new functions);
+    prompting mode prepends the docs' Python repr to it.
+    """
+    prompts = _import("bfcl_eval.constants.default_prompts")
+    if prompting:
+        return prompts.DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_PROMPTING
+    return prompts.DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC

@@ -1,1 +1,23 @@
-"""Protocol wrappers (template, reasoning history, system prompt, tool format)."""
+"""Evaluation-protocol wrappers; each changes one thing about what the model sees.
+
+Applied by `make_multi_turn_env` in this order (innermost first): `ReasoningHistory`,
+`ToolResultPlacement`, `SystemPrompt`, `ContextTemplate` (context template only),
+`RenderedPrompt` (when a tokenizer is given).
+"""
+
+from tooluse_gym.wrappers.chat_template import RenderedPrompt
+from tooluse_gym.wrappers.reasoning import REASONING_MODES, ReasoningHistory
+from tooluse_gym.wrappers.system_prompt import SystemPrompt
+from tooluse_gym.wrappers.template import TEMPLATES, ContextTemplate
+from tooluse_gym.wrappers.tool_results import TOOL_RESULT_PLACEMENTS, ToolResultPlacement
+
+__all__ = [
+    "REASONING_MODES",
+    "TEMPLATES",
+    "TOOL_RESULT_PLACEMENTS",
+    "ContextTemplate",
+    "ReasoningHistory",
+    "RenderedPrompt",
+    "SystemPrompt",
+    "ToolResultPlacement",
+]

@@ -1,0 +1,72 @@
+"""`RenderedPrompt`: the observation also carries `prompt`, rendered with a tokenizer's chat template."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+from gymnasium import spaces
+
+from tooluse_gym.errors import DependencyNotInstalled
+from tooluse_gym.spaces import ChatText
+
+MAX_PROMPT_CHARS = 50_000_000
+
+
+@lru_cache(maxsize=8)
+def load_tokenizer(name: str) -> Any:
+    """A transformers tokenizer for a local folder, a hub id already in the local cache, or ``smollm2-135m``."""
+    try:
+        from transformers import AutoTokenizer
+    except ImportError as e:
+        raise DependencyNotInstalled('rendering prompts needs transformers: pip install "tooluse-gym[hf]"') from e
+    from tooluse_gym.models import resolve_model
+
+    return AutoTokenizer.from_pretrained(resolve_model(name))
+
+
+def _template_text(chat_template: str | None) -> str | None:
+    if chat_template is None or "{%" in chat_template or "{{" in chat_template:
+        return chat_template
+    return Path(chat_template).read_text()
+
+
+class RenderedPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
+    """Add ``prompt``: the messages rendered with the tokenizer's chat template, ready for generation.
+
+    Tools are passed to the template when the observation has any and the template refers
+    to ``tools``. `chat_template` (Jinja text or a file path) replaces the tokenizer's own.
+    """
+
+    def __init__(self, env: gym.Env, tokenizer: str, chat_template: str | None = None):
+        gym.utils.RecordConstructorArgs.__init__(self, tokenizer=tokenizer, chat_template=chat_template)
+        gym.ObservationWrapper.__init__(self, env)
+        self.tokenizer = load_tokenizer(tokenizer)
+        self.chat_template = _template_text(chat_template) or self.tokenizer.chat_template
+        if not self.chat_template:
+            raise ValueError(f"tokenizer {tokenizer!r} has no chat template; pass chat_template=")
+        self._uses_tools = "tools" in self.chat_template
+        self.observation_space = spaces.Dict(
+            {**self.env.observation_space.spaces, "prompt": ChatText(MAX_PROMPT_CHARS)}
+        )
+
+    def render(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        add_generation_prompt: bool = True,
+    ) -> str:
+        """Render messages with this wrapper's chat template."""
+        return self.tokenizer.apply_chat_template(
+            messages,
+            tools=tools if tools and self._uses_tools else None,
+            chat_template=self.chat_template,
+            tokenize=False,
+            add_generation_prompt=add_generation_prompt,
+        )
+
+    def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
+        return {**observation, "prompt": self.render(observation["messages"], observation["tools"])}

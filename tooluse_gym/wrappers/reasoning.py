@@ -1,0 +1,55 @@
+"""`ReasoningHistory`: what happens to the reasoning of earlier assistant messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from tooluse_gym.tools.parsing import strip_reasoning
+
+REASONING_MODES = ("keep", "strip", "last")
+
+
+def remove_reasoning(message: dict[str, Any]) -> dict[str, Any]:
+    """The message without ``<think>...</think>`` blocks in its content and without `reasoning_content`."""
+    content = message.get("content")
+    has_think = isinstance(content, str) and "<think>" in content
+    if not has_think and "reasoning_content" not in message:
+        return message
+    out = {k: v for k, v in message.items() if k != "reasoning_content"}
+    if has_think:
+        out["content"] = strip_reasoning(content).lstrip()
+    return out
+
+
+class ReasoningHistory(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
+    """Keep or remove ``<think>`` content (and `reasoning_content`) of earlier assistant messages.
+
+    - ``keep``: every assistant message keeps its reasoning.
+    - ``strip``: only the assistant messages of the current user turn keep it.
+    - ``last``: only the most recent assistant message keeps it.
+
+    Example (``strip``, second user turn): ``[user] A``, ``[assistant] [f()]`` (was
+    ``<think>..</think>[f()]``), ``[tool] ...``, ``[user] B``.
+    """
+
+    def __init__(self, env: gym.Env, mode: str = "keep"):
+        if mode not in REASONING_MODES:
+            raise ValueError(f"reasoning must be one of {', '.join(REASONING_MODES)}, got {mode!r}")
+        gym.utils.RecordConstructorArgs.__init__(self, mode=mode)
+        gym.ObservationWrapper.__init__(self, env)
+        self.mode = mode
+
+    def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
+        if self.mode == "keep":
+            return observation
+        messages = observation["messages"]
+        roles = [m["role"] for m in messages]
+        if self.mode == "strip":
+            turn_start = max((i for i, r in enumerate(roles) if r == "user"), default=-1)
+            keep = set(range(turn_start + 1, len(messages)))
+        else:
+            keep = {max((i for i, r in enumerate(roles) if r == "assistant"), default=-1)}
+        out = [m if i in keep or m["role"] != "assistant" else remove_reasoning(m) for i, m in enumerate(messages)]
+        return {**observation, "messages": out}

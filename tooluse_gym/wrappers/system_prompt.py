@@ -1,0 +1,45 @@
+"""`SystemPrompt`: the system message (and whether the tool list travels in it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from tooluse_gym.prompts import system_prompt_spec
+
+
+class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
+    """Prepend a system message.
+
+    - ``bfcl``: BFCL's prompting-mode prompt, built from bfcl_eval's own text, with the task's
+      functions as indented JSON; the ``tools`` field is then empty.
+    - ``strong``: our prompt (call format, planning, schema checks, error recovery, stop and
+      summarize) with the functions one JSON doc per line; ``tools`` empty.
+    - ``none``: no system message; the functions travel only in ``tools``.
+    - any other text: used literally; a ``{functions}`` placeholder in it receives the function
+      list (and ``tools`` is emptied), otherwise ``tools`` is kept.
+
+    The env's held-out-function notice must match (see `make_multi_turn_env`): prompting
+    prompts show the new functions' docs in the notice, as BFCL does.
+    """
+
+    def __init__(self, env: gym.Env, prompt: str = "bfcl", tool_format: str = "python"):
+        gym.utils.RecordConstructorArgs.__init__(self, prompt=prompt, tool_format=tool_format)
+        gym.ObservationWrapper.__init__(self, env)
+        self.spec_ = system_prompt_spec(prompt, tool_format)
+        self._rendered: tuple[str, str | None] | None = None
+
+    def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
+        task = self.env.unwrapped.task
+        if self._rendered is None or self._rendered[0] != task.task_id:
+            self._rendered = (task.task_id, self.spec_.render(task.functions))
+        text = self._rendered[1]
+        if text is None:
+            return observation
+        tools = [] if self.spec_.carries_tools else observation["tools"]
+        return {
+            **observation,
+            "messages": [{"role": "system", "content": text}, *observation["messages"]],
+            "tools": tools,
+        }
