@@ -16,11 +16,9 @@ def serialize_history(messages: list[dict[str, Any]], call_names: dict[str, str]
     """Render messages as labelled text blocks: ``[user]``, ``[assistant]``, ``[tool: <call>]``."""
     blocks = [CONTEXT_HEADER]
     for m in messages:
-        role = m["role"]
-        if role == "tool":
+        label = m["role"]
+        if label == "tool":
             label = f"tool: {call_names.get(m.get('tool_call_id', ''), m.get('name', ''))}"
-        else:
-            label = role
         content = m.get("content") or ""
         for call in m.get("tool_calls") or ():
             fn = call["function"]
