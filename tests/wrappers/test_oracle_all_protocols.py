@@ -1,0 +1,37 @@
+"""The ground truth still scores 800/800 under every protocol combination (the oracle writes the configured format)."""
+
+from __future__ import annotations
+
+import itertools
+
+import gymnasium as gym
+import pytest
+
+from agents.oracle import OracleAgent, run_episode
+
+COMBINATIONS = list(
+    itertools.product(
+        ["native", "context"],
+        ["keep", "strip", "last"],
+        ["bfcl", "strong", "none", "You call tools.\n{functions}"],
+        ["python", "json"],
+    )
+)
+
+
+@pytest.mark.parametrize("index", range(len(COMBINATIONS)))
+def test_oracle_scores_800_of_800(index, all_tasks):
+    template, reasoning, system_prompt, tool_format = COMBINATIONS[index]
+    tool_results = ("tool_messages", "user_message")[(index // 2 + index) % 2]  # both, for either format
+    env = gym.make(
+        "ToolUse-MultiTurn-v0",
+        category="all",
+        template=template,
+        reasoning=reasoning,
+        system_prompt=system_prompt,
+        tool_format=tool_format,
+        tool_results=tool_results,
+    )
+    agent = OracleAgent()
+    failed = [t.task_id for t in all_tasks if run_episode(env, agent, t.task_id)[0] != 1.0]
+    assert failed == []

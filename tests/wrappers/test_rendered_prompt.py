@@ -1,0 +1,89 @@
+"""`prompt` rendered with real chat templates, and where the prefix property holds or breaks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+from agents.oracle import OracleAgent
+from tooluse_gym.wrappers import prefix_breaks
+from tooluse_gym.wrappers.chat_template import load_tokenizer
+
+QWEN3_STYLE = str(Path(__file__).parent.parent / "data" / "qwen3_style.jinja")
+THINK = "<think>step by step</think>\n"
+
+
+class ThinkingOracle(OracleAgent):
+    """The oracle, with reasoning in front of every message (as a reasoning model writes)."""
+
+    def act(self, env, observation):
+        return THINK + super().act(env, observation)
+
+
+def play(env, agent, task_id):
+    """Prompts seen at every step, and the messages sent."""
+    obs, _ = env.reset(seed=0, options={"task_id": task_id})
+    prompts, actions, turns = [obs["prompt"]], [], [0]
+    while True:
+        action = agent.act(env, obs)
+        obs, _, terminated, _, info = env.step(action)
+        actions.append(action)
+        if terminated:
+            return prompts, actions, turns
+        prompts.append(obs["prompt"])
+        turns.append(info["turn"])
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    return load_tokenizer("smollm2-135m")
+
+
+def test_prompt_is_the_chat_template_rendering(smollm2):
+    env = gym.make("ToolUse-MultiTurn-v0", category="base", system_prompt="bfcl", tokenizer="smollm2-135m")
+    obs, info = env.reset(options={"task_id": "multi_turn_base_0"})
+    assert obs["prompt"] == smollm2.apply_chat_template(obs["messages"], tokenize=False, add_generation_prompt=True)
+    assert obs["prompt"].startswith("<|im_start|>system\nYou are an expert in composing functions.")
+    assert obs["prompt"].endswith("<|im_start|>assistant\n")
+    assert info["protocol"]["extra"] == {"tokenizer": "smollm2-135m"}
+    assert env.observation_space.contains(obs)
+
+
+def test_tools_reach_templates_that_render_them():
+    env = gym.make("ToolUse-MultiTurn-v0", system_prompt="none", tokenizer="smollm2-135m", chat_template=QWEN3_STYLE)
+    obs, info = env.reset(options={"task_id": "multi_turn_base_0"})
+    assert "# Tools\n<tools>" in obs["prompt"] and '"name": "mkdir"' in obs["prompt"]
+    assert "chat_template_sha256" in info["protocol"]["extra"]
+
+
+@pytest.mark.parametrize("task_id", ["multi_turn_base_0", "multi_turn_miss_func_47", "multi_turn_long_context_1"])
+def test_prefix_property_holds_for_smollm2_native(task_id):
+    env = gym.make("ToolUse-MultiTurn-v0", category="all", system_prompt="bfcl", tokenizer="smollm2-135m")
+    for agent in (OracleAgent(), ThinkingOracle()):
+        prompts, actions, _ = play(env, agent, task_id)
+        assert len(prompts) > 3 and prefix_breaks(prompts, actions) == []
+
+
+def test_qwen3_style_template_breaks_the_prefix_at_turn_boundaries_only():
+    env = gym.make(
+        "ToolUse-MultiTurn-v0", category="base", system_prompt="none", tokenizer="smollm2-135m",
+        chat_template=QWEN3_STYLE,
+    )
+    prompts, actions, turns = play(env, OracleAgent(), "multi_turn_base_0")
+    assert prefix_breaks(prompts, actions) == []  # no reasoning: nothing to strip
+    prompts, actions, turns = play(env, ThinkingOracle(), "multi_turn_base_0")
+    breaks = prefix_breaks(prompts, actions)
+    boundaries = [k for k in range(len(turns) - 1) if turns[k + 1] != turns[k]]
+    assert breaks == boundaries and breaks  # the new user turn removes the earlier turn's reasoning
+
+
+def test_reasoning_strip_breaks_like_qwen3_and_context_breaks_everywhere():
+    strip = gym.make("ToolUse-MultiTurn-v0", reasoning="strip", tokenizer="smollm2-135m")
+    prompts, actions, turns = play(strip, ThinkingOracle(), "multi_turn_base_0")
+    boundaries = [k for k in range(len(turns) - 1) if turns[k + 1] != turns[k]]
+    assert prefix_breaks(prompts, actions) == boundaries
+    context = gym.make("ToolUse-MultiTurn-v0", template="context", tokenizer="smollm2-135m")
+    prompts, actions, _ = play(context, OracleAgent(), "multi_turn_base_0")
+    assert prefix_breaks(prompts, actions) == list(range(len(prompts) - 1))
