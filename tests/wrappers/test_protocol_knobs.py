@@ -85,7 +85,8 @@ def test_strong_prompt(tool_format):
 
 
 def test_bfcl_prompt_with_json_format_asks_for_tool_call_tags():
-    text = make(system_prompt="bfcl", tool_format="json").reset(options={"task_id": BASE_0})[0]["messages"][0]["content"]
+    obs, _ = make(system_prompt="bfcl", tool_format="json").reset(options={"task_id": BASE_0})
+    text = obs["messages"][0]["content"]
     assert JSON_CALL_FORMAT in text and "[func_name1(params_name1" not in text
 
 

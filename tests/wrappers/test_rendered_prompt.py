@@ -68,7 +68,10 @@ def test_prefix_property_holds_for_smollm2_native(task_id):
 
 def test_qwen3_style_template_breaks_the_prefix_at_turn_boundaries_only():
     env = gym.make(
-        "ToolUse-MultiTurn-v0", category="base", system_prompt="none", tokenizer="smollm2-135m",
+        "ToolUse-MultiTurn-v0",
+        category="base",
+        system_prompt="none",
+        tokenizer="smollm2-135m",
         chat_template=QWEN3_STYLE,
     )
     prompts, actions, turns = play(env, OracleAgent(), "multi_turn_base_0")
