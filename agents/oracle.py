@@ -2,16 +2,19 @@
 
 For every user turn it sends one message with all of the turn's ground-truth calls, then
 one message without calls (which ends the turn). Turns with empty ground truth get only
-the closing message. It reads the task from the unwrapped env: it is a reference agent
-for parity tests and smoke runs, not a model.
+the closing message. It reads the task from the request: it is a reference agent for
+parity tests and smoke runs, not a model.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
+
+from agents.base import AgentRequest, Generation, SamplingConfig
 
 END_OF_TURN = "Done."
 
@@ -21,19 +24,46 @@ class OracleAgent:
 
     name = "oracle"
 
-    def act(self, env: gym.Env, observation: dict[str, Any]) -> str:
-        base = env.unwrapped
-        calls = base.task.ground_truth[base.turn]
-        if base.steps_in_turn > 0 or not calls:
+    def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig | None = None) -> list[Generation]:
+        return [Generation(text=self.message(r)) for r in requests]
+
+    def message(self, request: AgentRequest) -> str:
+        if request.task is None:
+            raise ValueError("the oracle needs the task in its request")
+        calls = request.task.ground_truth[request.turn]
+        if request.steps_in_turn > 0 or not calls:
             return END_OF_TURN
-        if base.config.tool_format == "python":
+        if request.tool_format == "python":
             return "[" + ", ".join(c.render() for c in calls) + "]"
-        blocks = (json.dumps({"name": c.name, "arguments": base.runtime.keyword_arguments(c)}) for c in calls)
+        blocks = (json.dumps({"name": c.name, "arguments": dict(c.arguments)}) for c in calls)
         return "\n".join(f"<tool_call>{b}</tool_call>" for b in blocks)
+
+    def act(self, env: gym.Env, observation: dict[str, Any]) -> str:
+        """The next message for a single env (convenience for scripts and tests)."""
+        return self.message(request_for(env, observation, seed=0))
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+    def close(self) -> None:
+        pass
+
+
+def request_for(env: gym.Env, observation: dict[str, Any], seed: int) -> AgentRequest:
+    """The request for the env's current position (reads the unwrapped env's counters)."""
+    base = env.unwrapped
+    return AgentRequest(
+        observation=observation,
+        seed=seed,
+        task=base.task,
+        turn=base.turn,
+        steps_in_turn=base.steps_in_turn,
+        tool_format=base.config.tool_format,
+    )
 
 
 def run_episode(env: gym.Env, agent: OracleAgent, task_id: str, seed: int = 0) -> tuple[float, dict[str, Any]]:
-    """Play one episode; returns the final reward and the final info."""
+    """Play one episode with the oracle; returns the final reward and the final info."""
     obs, info = env.reset(seed=seed, options={"task_id": task_id})
     while True:
         obs, reward, terminated, truncated, info = env.step(agent.act(env, obs))

@@ -35,8 +35,25 @@ def test_ground_truth_is_parsed_and_turns_align(all_tasks):
     calls = [c for t in all_tasks for turn in t.ground_truth for c in turn]
     assert len(calls) == 1142 + 1140 + 1140 + 1203  # the counts documented for bfcl-eval 2026.3.23
     assert all(c.error is None for c in calls)
-    assert sum(1 for c in calls if c.positional) > 0  # positional GT calls are kept, bound later
+    assert not any(c.positional for c in calls)  # the 160 positional GT calls are bound to parameter names
     assert all(len(t.turns) == len(t.ground_truth) for t in all_tasks)
+
+
+def test_positional_ground_truth_is_bound_by_signature(tasks_by_id):
+    from tests.bfcl_reference import ground_truth_strings
+
+    task = tasks_by_id["multi_turn_base_0"]
+    raw = [c for turn in ground_truth_strings(task.task_id) for c in turn]
+    parsed = [c for turn in task.ground_truth for c in turn]
+    assert len(raw) == len(parsed)
+    positional = 0
+    for task in tasks_by_id.values():
+        for raw_turn, turn in zip(ground_truth_strings(task.task_id), task.ground_truth, strict=True):
+            for text, call in zip(raw_turn, turn, strict=True):
+                if "=" not in text and "()" not in text:
+                    positional += 1
+                    assert call.arguments, text
+    assert positional > 100
 
 
 def test_long_context_flag_and_excluded_functions(all_tasks):

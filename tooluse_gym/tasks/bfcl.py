@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import inspect
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -26,6 +27,7 @@ from tooluse_gym.tasks.schema import Task
 from tooluse_gym.tools.parsing import parse_call_string
 from tooluse_gym.tools.runtime import BackendHooks
 from tooluse_gym.tools.schemas import DocCache
+from tooluse_gym.types import ToolCall
 
 BFCL_VERSION = "2026.3.23"
 CATEGORIES = ("base", "miss_func", "miss_param", "long_context")
@@ -126,11 +128,25 @@ def _load_category(category: str) -> tuple[Task, ...]:
     return tuple(tasks)
 
 
+def _keyword_call(call: ToolCall, classes: list[type]) -> ToolCall:
+    """Bind positional ground-truth arguments to parameter names (160 BFCL calls use them)."""
+    if not call.positional:
+        return call
+    owner = next((c for c in classes if callable(getattr(c, call.name, None))), None)
+    if owner is None:
+        raise ValueError(f"no involved class defines {call.name}")
+    bound = inspect.signature(getattr(owner, call.name)).bind(None, *call.positional, **call.arguments)
+    arguments = dict(bound.arguments)
+    arguments.pop(next(iter(arguments)))  # self
+    return ToolCall(name=call.name, arguments=arguments)
+
+
 def _to_task(entry: dict[str, Any], truth: list[list[str]], category: str) -> Task:
     task_id = entry["id"]
+    classes = [backend_classes()[name] for name in entry["involved_classes"]]
     try:
-        ground_truth = tuple(tuple(parse_call_string(c) for c in turn) for turn in truth)
-    except ValueError as e:
+        ground_truth = tuple(tuple(_keyword_call(parse_call_string(c), classes) for c in turn) for turn in truth)
+    except (ValueError, TypeError) as e:
         raise TaskLoadError(f"{task_id}: bad ground-truth call: {e}") from e
     turns = []
     for i, messages in enumerate(entry["question"]):

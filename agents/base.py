@@ -1,0 +1,119 @@
+"""The agent protocol: a batch of requests in, a batch of generations out.
+
+Every backend (vLLM, transformers, OpenAI-compatible endpoints, the scripted oracle)
+implements `Agent.generate`. Tool-call parsing stays in the environment, so all backends
+are scored the same way. A backend failure for one request is returned as a `Generation`
+with `error` set, never raised: the rollout loop records it on the episode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from tooluse_gym.tasks.schema import Task
+
+
+@dataclass(frozen=True, kw_only=True)
+class SamplingConfig:
+    """How every backend samples.
+
+    Attributes:
+        temperature: 0 means greedy.
+        top_p: Nucleus sampling mass.
+        max_tokens: Most tokens generated per assistant message.
+    """
+
+    temperature: float = 0.7
+    top_p: float = 1.0
+    max_tokens: int = 512
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+
+
+@dataclass(frozen=True)
+class AgentRequest:
+    """One assistant message to generate.
+
+    Attributes:
+        observation: The env observation (``messages``, ``tools``, and ``prompt`` when rendered).
+        seed: Sampling seed for this request, derived from the run seed and the episode position.
+        task: The task being played (only scripted agents may look at it).
+        turn: Current user turn.
+        steps_in_turn: Executing steps already taken in this turn.
+        tool_format: ``python`` or ``json``: what the env parses.
+    """
+
+    observation: Mapping[str, Any]
+    seed: int
+    task: Task | None = None
+    turn: int = 0
+    steps_in_turn: int = 0
+    tool_format: str = "python"
+
+
+@dataclass(frozen=True)
+class AgentError:
+    """Why a backend produced no message (e.g. ``rate_limited``, ``timeout``, ``context_length_exceeded``)."""
+
+    type: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"type": self.type, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Generation:
+    """An assistant message and what it cost.
+
+    `action` is what goes to `env.step`: the OpenAI-shaped `message` when the backend
+    returned structured tool calls, else `text`.
+    """
+
+    text: str = ""
+    message: Mapping[str, Any] | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    token_ids: tuple[int, ...] | None = None
+    logprobs: tuple[float, ...] | None = None
+    finish_reason: str | None = None
+    latency_s: float = 0.0
+    error: AgentError | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def action(self) -> Any:
+        return self.message if self.message is not None else self.text
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Anything that turns a batch of requests into a batch of generations (same order)."""
+
+    name: str
+
+    def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]: ...
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able identity of the agent (backend, model, settings) for result files."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def request_seed(run_seed: int, task_id: str, turn: int, step: int) -> int:
+    """A per-request seed that depends only on the run seed and the request's place in its episode.
+
+    Results therefore do not depend on which other requests share a batch.
+    """
+    digest = hashlib.sha256(f"{run_seed}/{task_id}/{turn}/{step}".encode()).digest()
+    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
