@@ -40,6 +40,8 @@ class OracleAgent:
 
     def act(self, env: gym.Env, observation: dict[str, Any]) -> str:
         """The next message for a single env (convenience for scripts and tests)."""
+        from agents.rollout import request_for
+
         return self.message(request_for(env, observation, seed=0))
 
     def describe(self) -> dict[str, Any]:
@@ -47,19 +49,6 @@ class OracleAgent:
 
     def close(self) -> None:
         pass
-
-
-def request_for(env: gym.Env, observation: dict[str, Any], seed: int) -> AgentRequest:
-    """The request for the env's current position (reads the unwrapped env's counters)."""
-    base = env.unwrapped
-    return AgentRequest(
-        observation=observation,
-        seed=seed,
-        task=base.task,
-        turn=base.turn,
-        steps_in_turn=base.steps_in_turn,
-        tool_format=base.config.tool_format,
-    )
 
 
 def run_episode(env: gym.Env, agent: OracleAgent, task_id: str, seed: int = 0) -> tuple[float, dict[str, Any]]:

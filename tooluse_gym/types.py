@@ -51,3 +51,28 @@ class ParsedAction:
     content: str
     calls: tuple[ToolCall, ...] = ()
     failure: str | None = None
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One assistant message as the env handled it: the calls it found and their results.
+
+    A message without calls (which ends its turn) has empty `calls` and `results`.
+    """
+
+    turn: int
+    content: str
+    calls: tuple[ToolCall, ...] = ()
+    results: tuple[str, ...] = ()
+    parse_failure: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "turn": self.turn,
+            "assistant": self.content,
+            "calls": [c.to_dict() for c in self.calls],
+            "results": list(self.results),
+        }
+        if self.parse_failure:
+            out["parse_failure"] = self.parse_failure
+        return out

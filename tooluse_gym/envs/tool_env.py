@@ -19,7 +19,7 @@ from tooluse_gym.tasks.schema import Task
 from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS, parse_action
 from tooluse_gym.tools.runtime import BackendHooks, CallRecord, ToolRuntime
 from tooluse_gym.tools.schemas import openai_tool
-from tooluse_gym.types import ParsedAction
+from tooluse_gym.types import ParsedAction, StepRecord
 
 _RENDER_CLIP = 400
 
@@ -133,6 +133,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
         self.checker = EpisodeChecker(self.task, self._truth_for(self.task))
         self.messages: list[dict[str, Any]] = []
         self.call_records: dict[str, CallRecord] = {}
+        self.step_log: list[StepRecord] = []
         self.turn = 0
         self.steps_in_turn = 0
         self.total_steps = 0
@@ -152,8 +153,10 @@ class ToolUseEnv(gym.Env[dict, Any]):
         info: dict[str, Any] = {"task_id": self.task.task_id, "turn": self.turn}
         if parsed.failure:
             info["parse_failure"] = parsed.failure
+        turn = self.turn
+        results = self._execute(parsed) if parsed.calls else ()
+        self.step_log.append(StepRecord(turn, parsed.content, parsed.calls, results, parsed.failure))
         if parsed.calls:
-            self._execute(parsed)
             info["step"] = self.steps_in_turn
             if self.steps_in_turn <= self.config.max_steps_per_turn:
                 return self._obs(), 0.0, False, False, info
@@ -230,7 +233,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
             docs = str([dict(d) for d in self.task.held_out.get(self.turn, ())])
             self.messages.append({"role": "user", "content": self.config.holdout_notice.replace("{functions}", docs)})
 
-    def _execute(self, parsed: ParsedAction) -> None:
+    def _execute(self, parsed: ParsedAction) -> tuple[str, ...]:
         offered = self._offered if self.config.strict_tools else None
         if offered is not None:
             offered = offered - frozenset(self.task.excluded_functions)
@@ -245,6 +248,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
             self.messages.append(
                 {"role": "tool", "tool_call_id": call_id, "name": record.call.name, "content": record.result}
             )
+        return tuple(r.result for r in records)
 
     def _assistant_message(self, action: Any, parsed: ParsedAction) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": parsed.content}
@@ -266,6 +270,11 @@ class ToolUseEnv(gym.Env[dict, Any]):
         if self._tools is None:
             self._tools = [openai_tool(d) for d in self.task.all_functions() if d["name"] in self._offered]
         return {"messages": list(self.messages), "tools": list(self._tools)}
+
+    @property
+    def result(self) -> CheckResult | None:
+        """The checker's verdict once the episode has ended."""
+        return self._result
 
     def _finish(self, info: dict[str, Any]):
         self._done = True

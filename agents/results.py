@@ -1,0 +1,88 @@
+"""Turn episode records into results: accuracy per category per seed, spread across seeds.
+
+Overall accuracy is the unweighted mean of the categories, as the BFCL leaderboard
+computes it. The 95% confidence interval is Student's t over the per-seed values (none
+with a single seed).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+# two-sided 95% Student-t critical values by degrees of freedom (1..30); 1.96 beyond
+_T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def spread(values: Sequence[float]) -> dict[str, Any]:
+    """Mean, sample standard deviation and 95% CI half-width of per-seed values."""
+    n = len(values)
+    if n == 0:
+        return {"n": 0, "mean": None, "std": None, "ci95": None, "min": None, "max": None}
+    mean = statistics.fmean(values)
+    std = statistics.stdev(values) if n > 1 else 0.0
+    ci = (_T95[n - 2] if n - 1 <= len(_T95) else 1.96) * std / math.sqrt(n) if n > 1 else None
+    return {"n": n, "mean": mean, "std": std, "ci95": ci, "min": min(values), "max": max(values)}
+
+
+def summarize(episodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Accuracy per category per seed, their spread, overall accuracy, errors and tokens."""
+    rewards: dict[tuple[str, int], list[float]] = defaultdict(list)
+    errors: Counter[str] = Counter()
+    checker_errors: Counter[str] = Counter()
+    tokens = Counter()
+    count = 0
+    for ep in episodes:
+        count += 1
+        rewards[(ep["category"], ep["seed"])].append(float(ep["reward"]))
+        if ep.get("error"):
+            errors[ep["error"]["type"]] += 1
+        elif ep.get("checker") and ep["checker"].get("error_type"):
+            checker_errors[ep["checker"]["error_type"]] += 1
+        tokens.update(ep.get("tokens", {}))
+    categories = sorted({c for c, _ in rewards})
+    seeds = sorted({s for _, s in rewards})
+    per_category = {}
+    for c in categories:
+        per_seed = {s: statistics.fmean(rewards[(c, s)]) for s in seeds if (c, s) in rewards}
+        per_category[c] = {
+            "episodes": sum(len(rewards[(c, s)]) for s in per_seed),
+            "per_seed": {str(s): v for s, v in per_seed.items()},
+            **spread(list(per_seed.values())),
+        }
+    overall_per_seed = {
+        s: statistics.fmean(statistics.fmean(rewards[(c, s)]) for c in categories if (c, s) in rewards)
+        for s in seeds
+    }
+    return {
+        "episodes": count,
+        "seeds": seeds,
+        "categories": per_category,
+        "overall": {"per_seed": {str(s): v for s, v in overall_per_seed.items()}, **spread(list(overall_per_seed.values()))},
+        "agent_errors": dict(errors),
+        "checker_errors": dict(checker_errors),
+        "tokens": dict(tokens),
+    }
+
+
+def format_table(summary: Mapping[str, Any]) -> str:
+    """A Markdown table: accuracy (%) per category with per-seed values, std and 95% CI."""
+    seeds = summary["seeds"]
+    head = "| category | episodes | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | std | 95% CI |"
+    lines = [head, "|" + "---|" * (5 + len(seeds))]
+    rows = list(summary["categories"].items()) + [("overall", summary["overall"])]
+    for name, row in rows:
+        per_seed = " | ".join(_pct(row["per_seed"].get(str(s))) for s in seeds)
+        episodes = row.get("episodes", summary["episodes"])
+        ci = f"±{_pct(row['ci95'])}" if row["ci95"] is not None else "n/a"
+        label = f"**{name}**" if name == "overall" else name
+        lines.append(f"| {label} | {episodes} | {per_seed} | {_pct(row['mean'])} | {_pct(row['std'])} | {ci} |")
+    return "\n".join(lines)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
