@@ -53,8 +53,13 @@ def episode_record(
             user = [m["content"] for m in task.turns[t]] if t < task.num_turns else []
             turns.append({"turn": t, "user": user, "held_out": t in task.held_out, "steps": [], "verdict": None})
         turns[step.turn]["steps"].append(
-            {**step.to_dict(), "index": index, "prompt_tokens": cost.prompt_tokens,
-             "completion_tokens": cost.completion_tokens, "latency_s": cost.latency_s}
+            {
+                **step.to_dict(),
+                "index": index,
+                "prompt_tokens": cost.prompt_tokens,
+                "completion_tokens": cost.completion_tokens,
+                "latency_s": cost.latency_s,
+            }
         )
     for turn in turns:
         turn["verdict"] = verdicts.get(turn["turn"])
@@ -73,7 +78,10 @@ def episode_record(
         "reward": 1.0 if result is not None and result.valid and error is None else 0.0,
         "checker": checker,
         "error": error.to_dict() if error is not None else None,
-        "tokens": {"prompt": sum(c.prompt_tokens for c in costs), "completion": sum(c.completion_tokens for c in costs)},
+        "tokens": {
+            "prompt": sum(c.prompt_tokens for c in costs),
+            "completion": sum(c.completion_tokens for c in costs),
+        },
         "duration_s": round(duration_s, 4),
     }
 
@@ -82,13 +90,22 @@ def _pad(costs: Sequence[StepCost], n: int) -> list[StepCost]:
     return list(costs[:n]) + [StepCost()] * max(0, n - len(costs))
 
 
+def _last_byte(path: Path) -> bytes:
+    with path.open("rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1)
+
+
 class EpisodeWriter:
     """Appends episode records to a JSONL file, one flushed line per episode."""
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        torn = self.path.exists() and self.path.stat().st_size > 0 and _last_byte(self.path) != b"\n"
         self._file = self.path.open("a", encoding="utf-8")
+        if torn:  # a run killed mid-write: keep its fragment on a line of its own
+            self._file.write("\n")
 
     def write(self, record: Mapping[str, Any]) -> None:
         self._file.write(json.dumps(record, ensure_ascii=False) + "\n")

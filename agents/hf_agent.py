@@ -58,7 +58,9 @@ class HFAgent:
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        device = ("cuda" if torch.cuda.is_available() else "cpu") if self.config.device == "auto" else self.config.device
+        device = (
+            ("cuda" if torch.cuda.is_available() else "cpu") if self.config.device == "auto" else self.config.device
+        )
         self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, self.config.dtype)).to(device)
         self.model.eval()
         self.device = device
@@ -72,7 +74,9 @@ class HFAgent:
         if "prompt" in obs:
             return obs["prompt"]
         tools = obs.get("tools") or None
-        return self.tokenizer.apply_chat_template(obs["messages"], tools=tools, tokenize=False, add_generation_prompt=True)
+        return self.tokenizer.apply_chat_template(
+            obs["messages"], tools=tools, tokenize=False, add_generation_prompt=True
+        )
 
     def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
         torch = self._torch
@@ -82,15 +86,24 @@ class HFAgent:
         todo = []
         for i, ids in enumerate(encoded):
             if len(ids) + sampling.max_tokens > self.max_context:
-                out[i] = Generation(prompt_tokens=len(ids), error=AgentError(
-                    "context_length_exceeded", f"{len(ids)} prompt tokens + {sampling.max_tokens} > {self.max_context}"))
+                out[i] = Generation(
+                    prompt_tokens=len(ids),
+                    error=AgentError(
+                        "context_length_exceeded",
+                        f"{len(ids)} prompt tokens + {sampling.max_tokens} > {self.max_context}",
+                    ),
+                )
             else:
                 todo.append(i)
         if todo:
             start = time.perf_counter()
             batch = self.tokenizer.pad({"input_ids": [encoded[i] for i in todo]}, return_tensors="pt").to(self.device)
-            kwargs: dict[str, Any] = {"max_new_tokens": sampling.max_tokens, "pad_token_id": self.tokenizer.pad_token_id,
-                                      "return_dict_in_generate": True, "output_scores": True}
+            kwargs: dict[str, Any] = {
+                "max_new_tokens": sampling.max_tokens,
+                "pad_token_id": self.tokenizer.pad_token_id,
+                "return_dict_in_generate": True,
+                "output_scores": True,
+            }
             if sampling.temperature > 0:
                 kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
             else:

@@ -14,8 +14,38 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 # two-sided 95% Student-t critical values by degrees of freedom (1..30); 1.96 beyond
-_T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+_T95 = [
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+]
 
 
 def spread(values: Sequence[float]) -> dict[str, Any]:
@@ -55,14 +85,16 @@ def summarize(episodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             **spread(list(per_seed.values())),
         }
     overall_per_seed = {
-        s: statistics.fmean(statistics.fmean(rewards[(c, s)]) for c in categories if (c, s) in rewards)
-        for s in seeds
+        s: statistics.fmean(statistics.fmean(rewards[(c, s)]) for c in categories if (c, s) in rewards) for s in seeds
     }
     return {
         "episodes": count,
         "seeds": seeds,
         "categories": per_category,
-        "overall": {"per_seed": {str(s): v for s, v in overall_per_seed.items()}, **spread(list(overall_per_seed.values()))},
+        "overall": {
+            "per_seed": {str(s): v for s, v in overall_per_seed.items()},
+            **spread(list(overall_per_seed.values())),
+        },
         "agent_errors": dict(errors),
         "checker_errors": dict(checker_errors),
         "tokens": dict(tokens),
@@ -74,7 +106,7 @@ def format_table(summary: Mapping[str, Any]) -> str:
     seeds = summary["seeds"]
     head = "| category | episodes | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | std | 95% CI |"
     lines = [head, "|" + "---|" * (5 + len(seeds))]
-    rows = list(summary["categories"].items()) + [("overall", summary["overall"])]
+    rows = [*summary["categories"].items(), ("overall", summary["overall"])]
     for name, row in rows:
         per_seed = " | ".join(_pct(row["per_seed"].get(str(s))) for s in seeds)
         episodes = row.get("episodes", summary["episodes"])

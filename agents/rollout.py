@@ -81,8 +81,13 @@ def run_rollouts(
     def finish(slot: _Slot, error: AgentError | None = None) -> None:
         assert slot.job is not None
         record = episode_record(
-            slot.env.unwrapped, protocol=slot.protocol, seed=slot.job.seed, agent=agent_info,
-            costs=slot.costs, error=error, duration_s=time.perf_counter() - slot.started,
+            slot.env.unwrapped,
+            protocol=slot.protocol,
+            seed=slot.job.seed,
+            agent=agent_info,
+            costs=slot.costs,
+            error=error,
+            duration_s=time.perf_counter() - slot.started,
         )
         records.append(record)
         if on_episode is not None:
@@ -102,9 +107,7 @@ def run_rollouts(
     try:
         while active := [s for s in slots if s.job is not None]:
             requests = [request_for(s.env, s.observation, s.job.seed) for s in active]
-            generations = agent.generate(requests, sampling)
-            if len(generations) != len(requests):
-                raise RuntimeError(f"agent returned {len(generations)} generations for {len(requests)} requests")
+            generations = _generate(agent, requests, sampling)
             if on_batch is not None:
                 on_batch(generations)
             for slot, generation in zip(active, generations, strict=True):
@@ -113,6 +116,19 @@ def run_rollouts(
         for slot in slots:
             slot.env.close()
     return records
+
+
+def _generate(agent: Agent, requests: list[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
+    """The agent's batch; a backend that raises, or miscounts, fails every request of the batch as data."""
+    try:
+        generations = list(agent.generate(requests, sampling))
+    except Exception as e:
+        error = AgentError("agent_exception", f"{type(e).__name__}: {e}")
+        return [Generation(error=error) for _ in requests]
+    if len(generations) != len(requests):
+        error = AgentError("agent_exception", f"agent returned {len(generations)} generations for {len(requests)}")
+        return [Generation(error=error) for _ in requests]
+    return generations
 
 
 def _advance(slot: _Slot, generation: Generation, finish: Callable[..., None]) -> None:

@@ -1,0 +1,120 @@
+"""`tooluse-eval`: evaluate agents under an explicit protocol, sweep protocol knobs, compare runs.
+
+tooluse-eval run --agent hf --model smollm2-135m --categories base --limit 5 --seeds 0 1 --out runs/NAME
+tooluse-eval sweep --agent oracle --template native context --reasoning keep strip --out runs/SWEEP
+tooluse-eval compare runs/A runs/B
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from agents.base import SamplingConfig
+from agents.evaluate import (
+    AGENTS,
+    EvalConfig,
+    RunConflict,
+    compare_runs,
+    results_table,
+    run_eval,
+    run_sweep,
+)
+from tooluse_gym.tasks.bfcl import CATEGORIES
+
+_KNOBS = {
+    "template": ("native", "context"),
+    "reasoning": ("keep", "strip", "last"),
+    "tool_format": ("python", "json"),
+    "tool_results": ("tool_messages", "user_message"),
+}
+
+
+def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
+    p.add_argument("--agent", choices=AGENTS, required=True)
+    p.add_argument("--model", help="smollm2-135m, a local model folder, or a served model name")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint (openai agent)")
+    p.add_argument("--categories", nargs="+", default=list(CATEGORIES), choices=[*CATEGORIES])
+    p.add_argument("--limit", type=int, help="tasks per category, evenly spaced (default: all 200)")
+    p.add_argument("--task-ids", nargs="+", help="explicit task ids (overrides --categories/--limit)")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0])
+    nargs = "+" if sweep else None
+    for knob, choices in _KNOBS.items():
+        default = [choices[0]] if sweep else choices[0]
+        p.add_argument(f"--{knob.replace('_', '-')}", nargs=nargs, choices=choices, default=default)
+    p.add_argument(
+        "--system-prompt",
+        nargs=nargs,
+        default=["bfcl"] if sweep else "bfcl",
+        help="bfcl | strong | none | literal prompt text",
+    )
+    p.add_argument("--strict-tools", action="store_true")
+    p.add_argument("--max-steps-per-turn", type=int, default=20)
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--max-tokens", type=int, default=512)
+    p.add_argument("--num-envs", type=int, default=8, help="episodes played at once (the agent's batch)")
+    p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--force", action="store_true", help="discard what --out holds and start over")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def _config(args: argparse.Namespace, knobs: dict) -> EvalConfig:
+    return EvalConfig(
+        agent=args.agent,
+        model=args.model,
+        base_url=args.base_url,
+        categories=tuple(args.categories),
+        limit=args.limit,
+        task_ids=tuple(args.task_ids) if args.task_ids else None,
+        seeds=tuple(args.seeds),
+        protocol={**knobs, "strict_tools": args.strict_tools, "max_steps_per_turn": args.max_steps_per_turn},
+        sampling=SamplingConfig(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens),
+        num_envs=args.num_envs,
+        dtype=args.dtype,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="tooluse-eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    _common(sub.add_parser("run", help="evaluate one protocol over tasks and seeds"), sweep=False)
+    _common(sub.add_parser("sweep", help="evaluate a grid of protocol knobs x seeds"), sweep=True)
+    cmp = sub.add_parser("compare", help="per-category differences and per-task disagreements of two runs")
+    cmp.add_argument("run_a", type=Path)
+    cmp.add_argument("run_b", type=Path)
+    args = parser.parse_args(argv)
+
+    try:
+        if args.command == "run":
+            knobs = {k: getattr(args, k) for k in (*_KNOBS, "system_prompt")}
+            results = run_eval(_config(args, knobs), args.out, force=args.force, progress=not args.no_progress)
+            print(results_table(results))
+            print(
+                f"\nresults: {args.out / 'results.json'}   report: {args.out / 'report.md'}   "
+                f"episodes: {args.out / 'episodes.jsonl'}   protocol {results['fingerprint']}"
+            )
+        elif args.command == "sweep":
+            grid = {k: getattr(args, k) for k in (*_KNOBS, "system_prompt")}
+            data = run_sweep(_config(args, {}), grid, args.out, force=args.force, progress=not args.no_progress)
+            print((args.out / "sweep.md").read_text())
+            print(f"sweep: {args.out / 'sweep.json'}  ({len(data['runs'])} configurations)")
+        else:
+            text, data = compare_runs(args.run_a, args.run_b)
+            print(text)
+            if data["protocol_differences"]:
+                print("WARNING: protocol cards differ (see above)", file=sys.stderr)
+            json.dumps(data)
+    except (RunConflict, ValueError, FileNotFoundError, NotImplementedError) as e:
+        print(f"tooluse-eval: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

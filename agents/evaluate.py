@@ -1,0 +1,354 @@
+"""The evaluation harness: run an agent over a task slice and seeds, resumably, and summarize."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import shutil
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+import tooluse_gym  # noqa: F401  (registers the env ids)
+from agents.base import Agent, Generation, SamplingConfig
+from agents.episode import EpisodeWriter, read_episodes
+from agents.report import sensitivity_figure, write_run_report
+from agents.results import format_table, spread, summarize
+from agents.rollout import RolloutJob, run_rollouts
+from tooluse_gym.protocol import ProtocolCard
+from tooluse_gym.tasks import bfcl
+
+ENV_ID = "ToolUse-MultiTurn-v0"
+AGENTS = ("oracle", "hf", "vllm", "openai")
+PROTOCOL_KNOBS = (
+    "template",
+    "reasoning",
+    "system_prompt",
+    "tool_format",
+    "tool_results",
+    "strict_tools",
+    "max_steps_per_turn",
+)
+
+
+class RunConflict(RuntimeError):
+    """The output folder holds a run with another configuration."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalConfig:
+    """One evaluation run.
+
+    Attributes:
+        agent: ``oracle`` | ``hf`` | ``vllm`` | ``openai``.
+        model: Model name for the backend (``smollm2-135m``, a folder, a served model name).
+        base_url: Endpoint of an OpenAI-compatible server (``openai`` agent).
+        categories: BFCL categories to evaluate.
+        limit: Tasks per category, evenly spaced over the category (None: all 200).
+        task_ids: Explicit task ids (overrides `categories` and `limit`).
+        seeds: One pass over the tasks per seed; the seed fixes every sampling call.
+        protocol: Protocol knobs passed to `gym.make` (template, reasoning, system_prompt, ...).
+        sampling: Sampling settings.
+        num_envs: Episodes played at once (the agent's batch size).
+        dtype: Model dtype for local backends.
+    """
+
+    agent: str
+    model: str | None = None
+    base_url: str | None = None
+    categories: tuple[str, ...] = bfcl.CATEGORIES
+    limit: int | None = None
+    task_ids: tuple[str, ...] | None = None
+    seeds: tuple[int, ...] = (0,)
+    protocol: Mapping[str, Any] = field(default_factory=dict)
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    num_envs: int = 8
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        if self.agent not in AGENTS:
+            raise ValueError(f"agent must be one of {', '.join(AGENTS)}, got {self.agent!r}")
+        if self.agent != "oracle" and not self.model:
+            raise ValueError(f"--model is required for the {self.agent} agent")
+        unknown = set(self.protocol) - set(PROTOCOL_KNOBS)
+        if unknown:
+            raise ValueError(f"unknown protocol knobs {sorted(unknown)}; known: {', '.join(PROTOCOL_KNOBS)}")
+        for c in self.categories:
+            bfcl.normalize_category(c)
+        if not self.seeds:
+            raise ValueError("at least one seed is needed")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["protocol"] = dict(self.protocol)
+        return json.loads(json.dumps(data))
+
+
+def select_tasks(categories: Sequence[str], limit: int | None) -> list[str]:
+    """Task ids per category; with `limit`, that many evenly spaced over each category."""
+    ids = []
+    for category in categories:
+        tasks = [t.task_id for t in bfcl.load_bfcl_tasks(category)]
+        if limit is not None and limit < len(tasks):
+            tasks = [tasks[i * len(tasks) // limit] for i in range(limit)]
+        ids.extend(tasks)
+    return ids
+
+
+def make_agent(config: EvalConfig) -> Agent:
+    """Build the agent a config names (heavy backends are imported only here)."""
+    if config.agent == "oracle":
+        from agents.oracle import OracleAgent
+
+        return OracleAgent()
+    if config.agent == "hf":
+        from agents.hf_agent import HFAgent, HFAgentConfig
+
+        return HFAgent(HFAgentConfig(model=config.model, dtype=config.dtype))
+    raise NotImplementedError(f"the {config.agent} agent is not available yet")
+
+
+class _Progress:
+    """Episodes done, accuracy so far and tokens/s (tqdm on stderr)."""
+
+    def __init__(self, total: int, done: Sequence[Mapping[str, Any]], enabled: bool):
+        from tqdm import tqdm
+
+        self.bar = tqdm(
+            total=total, initial=len(done), disable=not enabled, unit="ep", file=sys.stderr, dynamic_ncols=True
+        )
+        self.rewards = [float(r["reward"]) for r in done]
+        self.tokens = 0
+        self.start = time.perf_counter()
+
+    def batch(self, generations: Sequence[Generation]) -> None:
+        self.tokens += sum(g.completion_tokens for g in generations)
+        self._postfix()
+
+    def episode(self, record: Mapping[str, Any]) -> None:
+        self.rewards.append(float(record["reward"]))
+        self.bar.update(1)
+        self._postfix()
+
+    def _postfix(self) -> None:
+        acc = 100 * sum(self.rewards) / len(self.rewards) if self.rewards else 0.0
+        rate = self.tokens / max(time.perf_counter() - self.start, 1e-9)
+        self.bar.set_postfix_str(f"acc {acc:.1f}% | {rate:.1f} tok/s")
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def run_eval(
+    config: EvalConfig, out: Path, *, agent: Agent | None = None, force: bool = False, progress: bool = True
+) -> dict[str, Any]:
+    """Run (or resume) an evaluation into `out`; returns the results written to ``results.json``."""
+    out = Path(out)
+    if force and out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    config_path = out / "run.json"
+    if config_path.exists():
+        previous = json.loads(config_path.read_text())
+        current = config.to_dict()
+        if previous != current:
+            changed = sorted(k for k in current if previous.get(k) != current[k])
+            raise RunConflict(
+                f"{out} holds a run with another configuration (differs in {', '.join(changed)}); "
+                "use another --out, or --force to start over"
+            )
+    else:
+        config_path.write_text(json.dumps(config.to_dict(), indent=2))
+    task_ids = list(config.task_ids) if config.task_ids else select_tasks(config.categories, config.limit)
+    wanted = {(t, s) for s in config.seeds for t in task_ids}
+    episodes_path = out / "episodes.jsonl"
+    existing = read_episodes(episodes_path)[0] if episodes_path.exists() else []
+    done = [e for e in existing if (e["task_id"], e["seed"]) in wanted]
+    done_keys = {(e["task_id"], e["seed"]) for e in done}
+    jobs = [RolloutJob(t, s) for s in config.seeds for t in task_ids if (t, s) not in done_keys]
+
+    def make_env() -> gym.Env:
+        return gym.make(ENV_ID, category="all", task_ids=task_ids, **config.protocol)
+
+    card = ProtocolCard.from_dict({**make_env().unwrapped.protocol.to_dict(), "seed": None})
+    for e in done:
+        if ProtocolCard.from_dict(e["protocol"]).differences(card):
+            raise RunConflict(f"{episodes_path} holds episodes of another protocol; use another --out or --force")
+    if jobs:
+        owned = agent is None
+        agent = agent or make_agent(config)
+        bar = _Progress(len(wanted), done, progress)
+        try:
+            with EpisodeWriter(episodes_path) as writer:
+
+                def on_episode(record: dict[str, Any]) -> None:
+                    writer.write(record)
+                    bar.episode(record)
+
+                run_rollouts(
+                    make_env,
+                    agent,
+                    jobs,
+                    sampling=config.sampling,
+                    num_envs=config.num_envs,
+                    on_episode=on_episode,
+                    on_batch=bar.batch,
+                )
+        finally:
+            bar.close()
+            if owned:
+                agent.close()
+    episodes = [e for e in read_episodes(episodes_path)[0] if (e["task_id"], e["seed"]) in wanted]
+    summary = summarize(episodes)
+    agent_info = episodes[0]["agent"] if episodes else {"name": config.agent}
+    results = {
+        "protocol": card.to_dict(),
+        "fingerprint": card.fingerprint(),
+        "agent": agent_info,
+        "config": config.to_dict(),
+        "summary": summary,
+    }
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    write_run_report(out, summary, card.to_dict(), agent_info, dataclasses.asdict(config.sampling))
+    return results
+
+
+def _slug(combo: Mapping[str, Any]) -> str:
+    parts = []
+    for knob, value in combo.items():
+        text = str(value) if knob != "system_prompt" or value in ("bfcl", "strong", "none") else "literal"
+        parts.append(f"{knob}={text}")
+    return ",".join(parts) or "default"
+
+
+def run_sweep(
+    base: EvalConfig, grid: Mapping[str, Sequence[Any]], out: Path, *, force: bool = False, progress: bool = True
+) -> dict[str, Any]:
+    """Evaluate every combination of the grid's knob values and measure the spread each knob causes."""
+    out = Path(out)
+    knobs = [k for k in grid if grid[k]]
+    combos = [dict(zip(knobs, values, strict=True)) for values in itertools.product(*(grid[k] for k in knobs))]
+    agent = make_agent(base) if combos else None
+    runs = []
+    try:
+        for combo in combos:
+            config = dataclasses.replace(base, protocol={**base.protocol, **combo})
+            results = run_eval(config, out / _slug(combo), agent=agent, force=force, progress=progress)
+            overall = results["summary"]["overall"]
+            runs.append(
+                {
+                    "knobs": combo,
+                    "folder": _slug(combo),
+                    "overall": overall["mean"],
+                    "per_seed": overall["per_seed"],
+                    "fingerprint": results["fingerprint"],
+                }
+            )
+    finally:
+        if agent is not None:
+            agent.close()
+    sensitivity = []
+    for knob in knobs:
+        if len(grid[knob]) < 2:
+            continue
+        by_value = {str(v): spread([r["overall"] for r in runs if r["knobs"][knob] == v])["mean"] for v in grid[knob]}
+        sensitivity.append(
+            {"knob": knob, "by_value": by_value, "spread": max(by_value.values()) - min(by_value.values())}
+        )
+    if len(base.seeds) > 1:
+        seed_spreads = [max(r["per_seed"].values()) - min(r["per_seed"].values()) for r in runs]
+        sensitivity.append({"knob": "seed", "by_value": {}, "spread": spread(seed_spreads)["mean"]})
+    data = {
+        "base": base.to_dict(),
+        "grid": {k: list(map(str, v)) for k, v in grid.items()},
+        "runs": runs,
+        "sensitivity": sensitivity,
+    }
+    (out / "sweep.json").write_text(json.dumps(data, indent=2))
+    if sensitivity:
+        sensitivity_figure(sensitivity, out / "sensitivity.png")
+    (out / "sweep.md").write_text(sweep_markdown(data))
+    return data
+
+
+def sweep_markdown(data: Mapping[str, Any]) -> str:
+    lines = [
+        "# Protocol sensitivity",
+        "",
+        "| knob | spread of overall accuracy (points) | mean overall by value |",
+        "|---|---|---|",
+    ]
+    for row in data["sensitivity"]:
+        values = (
+            ", ".join(f"{k}: {100 * v:.1f}" for k, v in row["by_value"].items())
+            or "max-min across seeds, mean over configs"
+        )
+        lines.append(f"| {row['knob']} | {100 * row['spread']:.1f} | {values} |")
+    lines += [
+        "",
+        "![sensitivity](sensitivity.png)" if data["sensitivity"] else "",
+        "",
+        "| configuration | overall (%) | per seed |",
+        "|---|---|---|",
+    ]
+    for run in data["runs"]:
+        per_seed = ", ".join(f"{100 * v:.1f}" for v in run["per_seed"].values())
+        lines.append(f"| {run['folder']} | {100 * run['overall']:.1f} | {per_seed} |")
+    return "\n".join(lines) + "\n"
+
+
+def compare_runs(a: Path, b: Path) -> tuple[str, dict[str, Any]]:
+    """Per-category differences (B - A) with CIs, per-task disagreements, and protocol differences."""
+    ra, rb = (json.loads((Path(p) / "results.json").read_text()) for p in (a, b))
+    card_a, card_b = ProtocolCard.from_dict(ra["protocol"]), ProtocolCard.from_dict(rb["protocol"])
+    differences = card_a.differences(card_b)
+    lines = []
+    if differences:
+        lines += ["!" * 78, "WARNING: the protocol cards differ; these results are NOT comparable:"]
+        lines += [f"  {k}: {va!r} (A) vs {vb!r} (B)" for k, (va, vb) in differences.items()]
+        lines += ["!" * 78, ""]
+    rows = []
+    sa, sb = ra["summary"], rb["summary"]
+    for name in [*sorted(set(sa["categories"]) | set(sb["categories"])), "overall"]:
+        x = sa["overall"] if name == "overall" else sa["categories"].get(name)
+        y = sb["overall"] if name == "overall" else sb["categories"].get(name)
+        if not x or not y:
+            continue
+        diff = y["mean"] - x["mean"]
+        ci = (x["ci95"] ** 2 + y["ci95"] ** 2) ** 0.5 if x["ci95"] is not None and y["ci95"] is not None else None
+        rows.append({"category": name, "a": x["mean"], "b": y["mean"], "diff": diff, "ci95": ci})
+    lines += ["| category | A (%) | B (%) | B - A (points) | 95% CI |", "|---|---|---|---|---|"]
+    for r in rows:
+        ci = f"±{100 * r['ci95']:.1f}" if r["ci95"] is not None else "n/a"
+        lines.append(f"| {r['category']} | {100 * r['a']:.1f} | {100 * r['b']:.1f} | {100 * r['diff']:+.1f} | {ci} |")
+    per_task = [_task_means(Path(p) / "episodes.jsonl") for p in (a, b)]
+    shared = sorted(set(per_task[0]) & set(per_task[1]))
+    disagree = [t for t in shared if (per_task[0][t] >= 0.5) != (per_task[1][t] >= 0.5)]
+    lines += [
+        "",
+        f"{len(disagree)} of {len(shared)} shared tasks disagree (mean reward across seeds >= 0.5 in one run only):",
+    ]
+    lines += [f"  {t}: A {per_task[0][t]:.2f}  B {per_task[1][t]:.2f}" for t in disagree[:50]]
+    data = {
+        "protocol_differences": {k: list(v) for k, v in differences.items()},
+        "categories": rows,
+        "disagreements": [{"task_id": t, "a": per_task[0][t], "b": per_task[1][t]} for t in disagree],
+    }
+    return "\n".join(lines), data
+
+
+def _task_means(path: Path) -> dict[str, float]:
+    rewards: dict[str, list[float]] = {}
+    for e in read_episodes(path)[0]:
+        rewards.setdefault(e["task_id"], []).append(float(e["reward"]))
+    return {t: sum(v) / len(v) for t, v in rewards.items()}
+
+
+def results_table(results: Mapping[str, Any]) -> str:
+    return format_table(results["summary"])

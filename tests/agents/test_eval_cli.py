@@ -1,0 +1,129 @@
+"""`tooluse-eval` end to end with the oracle agent: scores, resume, sweep, compare."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agents.cli import main
+from agents.episode import read_episodes
+from agents.evaluate import select_tasks
+
+
+def run(*args):
+    return main([*args, "--no-progress"] if args[0] != "compare" else list(args))
+
+
+def test_oracle_scores_100_in_every_category(tmp_path, capsys):
+    out = tmp_path / "oracle"
+    assert run("run", "--agent", "oracle", "--limit", "10", "--seeds", "0", "1", "--out", str(out)) == 0
+    results = json.loads((out / "results.json").read_text())
+    summary = results["summary"]
+    assert summary["episodes"] == 80
+    for category in ("base", "miss_func", "miss_param", "long_context"):
+        assert summary["categories"][category]["per_seed"] == {"0": 1.0, "1": 1.0}
+    assert summary["overall"]["mean"] == 1.0
+    assert results["protocol"]["system_prompt"] == "bfcl" and len(results["fingerprint"]) == 12
+    assert (out / "report.md").read_text().startswith("# Evaluation: oracle")
+    assert (out / "accuracy.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| **overall** | 80 | 100.0 | 100.0 | 100.0 |" in capsys.readouterr().out
+
+
+def test_limit_selects_evenly_spaced_tasks():
+    assert select_tasks(["base"], 4) == [f"multi_turn_base_{i}" for i in (0, 50, 100, 150)]
+
+
+def test_interrupted_run_resumes_without_redoing_episodes(tmp_path):
+    out = tmp_path / "resume"
+    args = (
+        "run",
+        "--agent",
+        "oracle",
+        "--categories",
+        "base",
+        "miss_func",
+        "--limit",
+        "5",
+        "--seeds",
+        "3",
+        "--out",
+        str(out),
+    )
+    assert run(*args) == 0
+    path = out / "episodes.jsonl"
+    lines = path.read_text().splitlines()
+    assert len(lines) == 10
+    kept = lines[:4]
+    path.write_text("\n".join(kept) + "\n" + lines[4][: len(lines[4]) // 2])  # killed mid-write
+    with pytest.warns(UserWarning) as caught:
+        assert run(*args) == 0
+    assert "torn last line" in str(caught[0].message)
+    with pytest.warns(UserWarning):
+        records, stats = read_episodes(path)
+    assert stats.skipped == 1 and len(records) == 10
+    assert len({(r["task_id"], r["seed"]) for r in records}) == 10
+    assert [json.dumps(r) for r in records[:4]] == [json.dumps(json.loads(x)) for x in kept]
+    summary = json.loads((out / "results.json").read_text())["summary"]
+    assert summary["episodes"] == 10 and summary["overall"]["mean"] == 1.0
+
+
+def test_changed_configuration_is_refused(tmp_path, capsys):
+    out = tmp_path / "conflict"
+    assert run("run", "--agent", "oracle", "--limit", "1", "--out", str(out)) == 0
+    assert run("run", "--agent", "oracle", "--limit", "1", "--template", "context", "--out", str(out)) == 2
+    assert "differs in protocol" in capsys.readouterr().err
+    assert run("run", "--agent", "oracle", "--limit", "1", "--template", "context", "--out", str(out), "--force") == 0
+
+
+def test_sweep_with_the_oracle_stays_at_100(tmp_path):
+    out = tmp_path / "sweep"
+    assert (
+        run(
+            "sweep",
+            "--agent",
+            "oracle",
+            "--limit",
+            "3",
+            "--seeds",
+            "0",
+            "1",
+            "--template",
+            "native",
+            "context",
+            "--reasoning",
+            "keep",
+            "strip",
+            "--system-prompt",
+            "bfcl",
+            "strong",
+            "none",
+            "--out",
+            str(out),
+        )
+        == 0
+    )
+    data = json.loads((out / "sweep.json").read_text())
+    assert len(data["runs"]) == 12 and all(r["overall"] == 1.0 for r in data["runs"])
+    assert {r["knob"]: r["spread"] for r in data["sensitivity"]} == {
+        "template": 0.0,
+        "reasoning": 0.0,
+        "system_prompt": 0.0,
+        "seed": 0.0,
+    }
+    assert len({r["fingerprint"] for r in data["runs"]}) == 12
+    assert (out / "sensitivity.png").exists() and "| template | 0.0 |" in (out / "sweep.md").read_text()
+
+
+def test_compare_warns_when_protocols_differ(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert run("run", "--agent", "oracle", "--limit", "2", "--out", str(a)) == 0
+    assert run("run", "--agent", "oracle", "--limit", "2", "--reasoning", "strip", "--out", str(b)) == 0
+    capsys.readouterr()
+    assert run("compare", str(a), str(b)) == 0
+    captured = capsys.readouterr()
+    assert (
+        "WARNING: the protocol cards differ" in captured.out and "reasoning: 'keep' (A) vs 'strip' (B)" in captured.out
+    )
+    assert "protocol cards differ" in captured.err
+    assert "| overall | 100.0 | 100.0 | +0.0 |" in captured.out and "0 of 8 shared tasks disagree" in captured.out

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from agents.results import format_table, spread, summarize
+
+
+def ep(category, seed, reward, error=None, checker_error=None):
+    return {
+        "category": category,
+        "seed": seed,
+        "reward": reward,
+        "tokens": {"prompt": 10, "completion": 2},
+        "error": {"type": error, "message": ""} if error else None,
+        "checker": {"valid": reward == 1.0, "error_type": checker_error},
+    }
+
+
+def test_spread_uses_student_t():
+    s = spread([0.2, 0.4, 0.6])
+    assert s["mean"] == pytest.approx(0.4) and s["std"] == pytest.approx(0.2)
+    assert s["ci95"] == pytest.approx(4.303 * 0.2 / math.sqrt(3))
+    assert spread([0.5])["ci95"] is None and spread([])["mean"] is None
+
+
+def test_summarize_per_category_per_seed_and_unweighted_overall():
+    episodes = (
+        [ep("base", 0, 1.0), ep("base", 0, 0.0, checker_error="multi_turn:instance_state_mismatch")]
+        + [ep("base", 1, 1.0), ep("base", 1, 1.0)]
+        + [ep("miss_func", 0, 0.0, error="timeout")] * 3
+        + [ep("miss_func", 0, 1.0)]
+        + [ep("miss_func", 1, 0.0, error="timeout")] * 4
+    )
+    s = summarize(episodes)
+    assert s["categories"]["base"]["per_seed"] == {"0": 0.5, "1": 1.0}
+    assert s["categories"]["miss_func"]["per_seed"] == {"0": 0.25, "1": 0.0}
+    # overall per seed = mean of the category accuracies (not of all episodes)
+    assert s["overall"]["per_seed"] == {"0": pytest.approx(0.375), "1": pytest.approx(0.5)}
+    assert s["agent_errors"] == {"timeout": 7}
+    assert s["checker_errors"] == {"multi_turn:instance_state_mismatch": 1}
+    assert s["tokens"] == {"prompt": 120, "completion": 24}
+    table = format_table(s)
+    assert "| base | 4 | 50.0 | 100.0 | 75.0 |" in table and "**overall**" in table
