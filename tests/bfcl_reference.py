@@ -50,3 +50,11 @@ def official_verdict(task_id: str, decoded: list[list[list[str]]]) -> tuple[bool
         for key in [k for k in g if k.startswith(model)]:
             del g[key]
     return result["valid"], result.get("error_type")
+
+
+def bfcl_persona() -> str:
+    """The first sentence of BFCL's default system prompt, read from bfcl_eval."""
+    bfcl.backend_classes()
+    from bfcl_eval.constants.default_prompts import PROMPT_STYLE_TEMPLATES
+
+    return PROMPT_STYLE_TEMPLATES["classic"]["persona"]

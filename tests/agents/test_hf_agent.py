@@ -35,8 +35,15 @@ def _episodes(path):
 
 def _config(**overrides):
     # `none` keeps prompts short (SmolLM2's template does not render tools): fast on a CPU
-    base = dict(agent="hf", model="smollm2-135m", task_ids=TASKS, seeds=(0,), sampling=SAMPLING, num_envs=2,
-                protocol={"system_prompt": "none"})
+    base = dict(
+        agent="hf",
+        model="smollm2-135m",
+        task_ids=TASKS,
+        seeds=(0,),
+        sampling=SAMPLING,
+        num_envs=2,
+        protocol={"system_prompt": "none"},
+    )
     return EvalConfig(**{**base, **overrides})
 
 

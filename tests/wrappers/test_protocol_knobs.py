@@ -12,6 +12,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from agents.oracle import END_OF_TURN
+from tests.bfcl_reference import bfcl_persona
 from tooluse_gym.prompts import JSON_CALL_FORMAT, system_prompt_spec
 from tooluse_gym.protocol import ProtocolCard, sha256_text
 from tooluse_gym.tasks import bfcl
@@ -43,7 +44,7 @@ def test_bfcl_system_prompt_carries_the_tools():
     env = make(system_prompt="bfcl")
     obs, info = env.reset(options={"task_id": BASE_0})
     system = obs["messages"][0]
-    assert system["role"] == "system" and system["content"].startswith("You are an expert in composing functions.")
+    assert system["role"] == "system" and system["content"].startswith(bfcl_persona())
     assert '"name": "cd"' in system["content"] and obs["tools"] == []
     assert info["protocol"]["system_prompt"] == "bfcl"
     assert info["protocol"]["system_prompt_sha256"] == sha256_text(system_prompt_spec("bfcl", "python").template)

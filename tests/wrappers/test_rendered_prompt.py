@@ -8,6 +8,7 @@ import gymnasium as gym
 import pytest
 
 from agents.oracle import OracleAgent
+from tests.bfcl_reference import bfcl_persona
 from tooluse_gym.wrappers import prefix_breaks
 from tooluse_gym.wrappers.chat_template import load_tokenizer
 
@@ -45,7 +46,7 @@ def test_prompt_is_the_chat_template_rendering(smollm2):
     env = gym.make("ToolUse-MultiTurn-v0", category="base", system_prompt="bfcl", tokenizer="smollm2-135m")
     obs, info = env.reset(options={"task_id": "multi_turn_base_0"})
     assert obs["prompt"] == smollm2.apply_chat_template(obs["messages"], tokenize=False, add_generation_prompt=True)
-    assert obs["prompt"].startswith("<|im_start|>system\nYou are an expert in composing functions.")
+    assert obs["prompt"].startswith("<|im_start|>system\n" + bfcl_persona())
     assert obs["prompt"].endswith("<|im_start|>assistant\n")
     assert info["protocol"]["extra"] == {"tokenizer": "smollm2-135m"}
     assert env.observation_space.contains(obs)

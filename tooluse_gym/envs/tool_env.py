@@ -47,7 +47,7 @@ class EnvConfig:
     validate_args: bool = True
     max_steps_per_turn: int = 20
     truth_cache_size: int = 1024
-    holdout_notice: str = "I have updated some more functions you can choose from. What about now?"
+    holdout_notice: str = "More functions are available now."
 
     def __post_init__(self) -> None:
         if self.tool_format not in ("python", "json"):
