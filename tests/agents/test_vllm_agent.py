@@ -1,0 +1,55 @@
+"""VLLMAgent on the real SmolLM2-135M with vLLM on the CPU (enforce_eager): real episodes, reproducible per seed."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.base import AgentRequest, SamplingConfig
+from agents.evaluate import EvalConfig, run_eval
+from tests.agents.test_hf_agent import TASKS, _episodes
+
+SAMPLING = SamplingConfig(temperature=1.0, max_tokens=24)
+
+
+@pytest.fixture(scope="module")
+def agent():
+    from agents.vllm_agent import VLLMAgent, VLLMAgentConfig
+
+    engine = VLLMAgent(VLLMAgentConfig(model="smollm2-135m", dtype="float32", max_model_len=4096, cpu_kv_cache_gib=1))
+    yield engine
+    engine.close()
+
+
+def _config(**overrides):
+    base = dict(
+        agent="vllm",
+        model="smollm2-135m",
+        task_ids=TASKS,
+        seeds=(0,),
+        sampling=SAMPLING,
+        num_envs=3,
+        protocol={"system_prompt": "none"},
+        dtype="float32",
+    )
+    return EvalConfig(**{**base, **overrides})
+
+
+def test_real_episodes_and_same_seed_same_episodes(agent, tmp_path):
+    run_eval(_config(), tmp_path / "a", agent=agent, progress=False)
+    run_eval(_config(num_envs=1), tmp_path / "b", agent=agent, progress=False)  # other batches, same seeds
+    run_eval(_config(seeds=(1,)), tmp_path / "c", agent=agent, progress=False)
+    a, b, c = (_episodes(tmp_path / x / "episodes.jsonl") for x in "abc")
+    assert len(a) == 3 and a == b  # per-request seeds: batch composition does not matter
+    assert [r["turns"] for r in a] != [r["turns"] for r in c]
+    steps = [s for r in a for t in r["turns"] for s in t["steps"]]
+    assert steps and all(s["completion_tokens"] > 0 for s in steps)
+    assert all(r["agent"]["name"] == "vllm" for r in a)
+
+
+def test_logprobs_token_ids_and_context_limit(agent):
+    long = AgentRequest(observation={"messages": [{"role": "user", "content": "word " * 5000}], "tools": []}, seed=1)
+    short = AgentRequest(observation={"messages": [{"role": "user", "content": "Say hi."}], "tools": []}, seed=1)
+    overflow, gen = agent.generate([long, short], SamplingConfig(temperature=0.0, max_tokens=8))
+    assert overflow.error is not None and overflow.error.type == "context_length_exceeded"
+    assert gen.error is None and gen.text and len(gen.token_ids) == len(gen.logprobs) == gen.completion_tokens
+    assert all(lp <= 0.0 for lp in gen.logprobs)
