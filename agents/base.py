@@ -117,3 +117,13 @@ def request_seed(run_seed: int, task_id: str, turn: int, step: int) -> int:
     """
     digest = hashlib.sha256(f"{run_seed}/{task_id}/{turn}/{step}".encode()).digest()
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+
+def chat_prompt(tokenizer: Any, observation: Mapping[str, Any]) -> str:
+    """The observation's rendered ``prompt``, or its messages rendered with the tokenizer's chat template."""
+    if "prompt" in observation:
+        return observation["prompt"]
+    tools = observation.get("tools") or None
+    return tokenizer.apply_chat_template(
+        observation["messages"], tools=tools, tokenize=False, add_generation_prompt=True
+    )

@@ -115,7 +115,9 @@ def make_agent(config: EvalConfig) -> Agent:
         from agents.vllm_agent import VLLMAgent, VLLMAgentConfig
 
         return VLLMAgent(VLLMAgentConfig(model=config.model, dtype=config.dtype))
-    raise NotImplementedError(f"the {config.agent} agent is not available yet")
+    from agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
+
+    return OpenAIAgent(OpenAIAgentConfig(model=config.model, base_url=config.base_url))
 
 
 class _Progress:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from agents.base import AgentError, AgentRequest, Generation, SamplingConfig
+from agents.base import AgentError, AgentRequest, Generation, SamplingConfig, chat_prompt
 from tooluse_gym.errors import DependencyNotInstalled
 
 
@@ -69,18 +69,9 @@ class HFAgent:
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, **asdict(self.config), "device": self.device}
 
-    def prompt_text(self, request: AgentRequest) -> str:
-        obs = request.observation
-        if "prompt" in obs:
-            return obs["prompt"]
-        tools = obs.get("tools") or None
-        return self.tokenizer.apply_chat_template(
-            obs["messages"], tools=tools, tokenize=False, add_generation_prompt=True
-        )
-
     def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
         torch = self._torch
-        prompts = [self.prompt_text(r) for r in requests]
+        prompts = [chat_prompt(self.tokenizer, r.observation) for r in requests]
         encoded = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
         out: list[Generation | None] = [None] * len(requests)
         todo = []

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from agents.base import AgentError, AgentRequest, Generation, SamplingConfig
+from agents.base import AgentError, AgentRequest, Generation, SamplingConfig, chat_prompt
 from tooluse_gym.errors import DependencyNotInstalled
 
 
@@ -85,20 +85,12 @@ class VLLMAgent:
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, **asdict(self.config), "device": self.device}
 
-    def prompt_text(self, request: AgentRequest) -> str:
-        obs = request.observation
-        if "prompt" in obs:
-            return obs["prompt"]
-        tools = obs.get("tools") or None
-        return self.tokenizer.apply_chat_template(
-            obs["messages"], tools=tools, tokenize=False, add_generation_prompt=True
-        )
-
     def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
         out: list[Generation | None] = [None] * len(requests)
         prompts, params, index = [], [], []
         for i, request in enumerate(requests):
-            ids = self.tokenizer(self.prompt_text(request), add_special_tokens=False)["input_ids"]
+            text = chat_prompt(self.tokenizer, request.observation)
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
             if len(ids) + sampling.max_tokens > self.config.max_model_len:
                 message = f"{len(ids)} prompt tokens + {sampling.max_tokens} > {self.config.max_model_len}"
                 out[i] = Generation(prompt_tokens=len(ids), error=AgentError("context_length_exceeded", message))

@@ -1,0 +1,187 @@
+"""`OpenAIAgent`: any OpenAI-compatible chat-completions endpoint, with bounded, jittered retries."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from agents.base import AgentError, AgentRequest, Generation, SamplingConfig
+from tooluse_gym.errors import DependencyNotInstalled
+
+_HINT = 'OpenAIAgent needs openai and tenacity: pip install "tooluse-gym[openai]"'
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAIAgentConfig:
+    """Settings of the OpenAI-compatible backend.
+
+    Attributes:
+        model: The served model name.
+        base_url: Endpoint, e.g. a local vLLM server's ``http://127.0.0.1:8000/v1``.
+        api_key_env: Environment variable holding the key (``EMPTY`` when unset, as local servers accept).
+        timeout_s: Per-request timeout.
+        max_attempts: Attempts per request (retries on 429, 5xx, timeouts and connection errors).
+        backoff_s: First backoff; it grows exponentially with full jitter up to `backoff_max_s`.
+        backoff_max_s: Longest single wait.
+        concurrency: Requests of a batch sent at once.
+    """
+
+    model: str
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 60.0
+    max_attempts: int = 5
+    backoff_s: float = 0.5
+    backoff_max_s: float = 20.0
+    concurrency: int = 8
+
+
+class OpenAIAgent:
+    """Sends each request as one chat completion; structured ``tool_calls`` become the env action.
+
+    The observation's ``tools`` go in the ``tools`` field. Tool results that follow a text
+    message (prompting-style protocols) are sent as one user message, because the API accepts
+    ``tool`` messages only after an assistant message with those call ids.
+    """
+
+    name = "openai"
+
+    def __init__(self, config: OpenAIAgentConfig):
+        self.config = config
+        try:
+            import openai
+            import tenacity
+        except ImportError as e:
+            raise DependencyNotInstalled(_HINT) from e
+        self._openai = openai
+        self.client = openai.OpenAI(
+            base_url=config.base_url,
+            api_key=os.environ.get(config.api_key_env) or "EMPTY",
+            timeout=config.timeout_s,
+            max_retries=0,
+        )
+        retryable = (
+            openai.RateLimitError,
+            openai.InternalServerError,
+            openai.APITimeoutError,
+            openai.APIConnectionError,
+        )
+        self._create = tenacity.retry(
+            retry=tenacity.retry_if_exception_type(retryable),
+            stop=tenacity.stop_after_attempt(config.max_attempts),
+            wait=tenacity.wait_random_exponential(multiplier=config.backoff_s, max=config.backoff_max_s),
+            reraise=True,
+        )(self.client.chat.completions.create)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, **asdict(self.config)}
+
+    def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
+        with ThreadPoolExecutor(max_workers=max(1, min(self.config.concurrency, len(requests)))) as pool:
+            return list(pool.map(lambda r: self._one(r, sampling), requests))
+
+    def _one(self, request: AgentRequest, sampling: SamplingConfig) -> Generation:
+        obs = request.observation
+        kwargs: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": openai_messages(obs["messages"]),
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": sampling.max_tokens,
+            "seed": request.seed,
+        }
+        if obs.get("tools"):
+            kwargs["tools"] = list(obs["tools"])
+        start = time.perf_counter()
+        try:
+            response = self._create(**kwargs)
+        except Exception as e:
+            return Generation(latency_s=time.perf_counter() - start, error=self._error(e))
+        return _generation(response, time.perf_counter() - start)
+
+    def _error(self, e: Exception) -> AgentError:
+        openai = self._openai
+        kinds = [
+            (openai.RateLimitError, "rate_limited"),
+            (openai.APITimeoutError, "timeout"),
+            (openai.InternalServerError, "server_error"),
+            (openai.APIConnectionError, "connection_error"),
+            (openai.BadRequestError, "bad_request"),
+            (openai.APIStatusError, "api_error"),
+        ]
+        kind = next((name for cls, name in kinds if isinstance(e, cls)), "agent_exception")
+        return AgentError(kind, f"{type(e).__name__}: {str(e)[:500]}")
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def openai_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Messages in the chat-completions shape (tool results without a matching call become a user message)."""
+    out: list[dict[str, Any]] = []
+    call_ids: set[str] = set()
+    orphans: list[dict[str, str]] = []
+    for m in messages:
+        role = m["role"]
+        if role == "tool" and m.get("tool_call_id") in call_ids:
+            out.append({"role": "tool", "tool_call_id": m["tool_call_id"], "content": m.get("content") or ""})
+            continue
+        if role == "tool":
+            orphans.append({"role": "tool", "name": m.get("name", ""), "content": m.get("content") or ""})
+            continue
+        if orphans:
+            out.append({"role": "user", "content": repr(orphans)})
+            orphans = []
+        message: dict[str, Any] = {"role": role, "content": m.get("content") or ""}
+        if role == "assistant" and m.get("tool_calls"):
+            message["tool_calls"] = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["function"]["name"], "arguments": _arguments(c["function"]["arguments"])},
+                }
+                for c in m["tool_calls"]
+            ]
+            call_ids = {c["id"] for c in m["tool_calls"]}
+        elif role == "assistant":
+            call_ids = set()
+        out.append(message)
+    if orphans:
+        out.append({"role": "user", "content": repr(orphans)})
+    return out
+
+
+def _arguments(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _generation(response: Any, latency: float) -> Generation:
+    choice = response.choices[0]
+    message = choice.message
+    action = None
+    if message.tool_calls:
+        action = {
+            "content": message.content or "",
+            "tool_calls": [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.function.name, "arguments": c.function.arguments},
+                }
+                for c in message.tool_calls
+            ],
+        }
+    usage = response.usage
+    return Generation(
+        text=message.content or "",
+        message=action,
+        prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+        completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+        finish_reason=choice.finish_reason,
+        latency_s=latency,
+    )

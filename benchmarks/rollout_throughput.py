@@ -1,0 +1,66 @@
+"""The batched rollout loop against one episode at a time, same tasks, same model, same seeds, one run.
+
+    python benchmarks/rollout_throughput.py [--agent vllm|hf] [--episodes 16] [--num-envs 8]
+
+Both passes play the same jobs (the per-request seeds make the episodes the same for vLLM)
+and report completion tokens per second; the ratio is batched / sequential. The protocol
+uses ``system_prompt="none"`` so that prompts stay short: the benchmark measures the loop
+and the backend's batching, not prefill of 6-8k-token BFCL prompts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import gymnasium as gym
+
+import tooluse_gym  # noqa: F401
+from agents.base import SamplingConfig
+from agents.evaluate import select_tasks
+from agents.rollout import RolloutJob, run_rollouts
+
+
+def _agent(kind: str, dtype: str):
+    if kind == "vllm":
+        from agents.vllm_agent import VLLMAgent, VLLMAgentConfig
+
+        return VLLMAgent(VLLMAgentConfig(model="smollm2-135m", dtype=dtype, max_model_len=4096))
+    from agents.hf_agent import HFAgent, HFAgentConfig
+
+    return HFAgent(HFAgentConfig(model="smollm2-135m", dtype=dtype))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--agent", choices=("vllm", "hf"), default="vllm")
+    parser.add_argument("--episodes", type=int, default=16)
+    parser.add_argument("--num-envs", type=int, default=8)
+    parser.add_argument("--max-tokens", type=int, default=48)
+    parser.add_argument("--dtype", default="bfloat16")
+    args = parser.parse_args()
+    tasks = select_tasks(["base", "miss_param"], args.episodes // 2)
+    jobs = [RolloutJob(t, 0) for t in tasks]
+    sampling = SamplingConfig(temperature=1.0, max_tokens=args.max_tokens)
+    agent = _agent(args.agent, args.dtype)
+
+    def make_env():
+        return gym.make("ToolUse-MultiTurn-v0", category="all", task_ids=tasks, system_prompt="none")
+
+    run_rollouts(make_env, agent, jobs[:2], sampling=sampling, num_envs=2)  # warm-up
+    rates = {}
+    for name, num_envs in (("sequential", 1), ("batched", args.num_envs)):
+        start = time.perf_counter()
+        records = run_rollouts(make_env, agent, jobs, sampling=sampling, num_envs=num_envs)
+        seconds = time.perf_counter() - start
+        tokens = sum(r["tokens"]["completion"] for r in records)
+        rates[name] = tokens / seconds
+        print(
+            f"{name:<10} num_envs={num_envs:<2} episodes={len(records)} completion tokens={tokens} "
+            f"time={seconds:.1f}s  {rates[name]:.1f} tok/s"
+        )
+    print(f"batched / sequential: {rates['batched'] / rates['sequential']:.2f}x ({args.agent}, {args.dtype})")
+
+
+if __name__ == "__main__":
+    main()
