@@ -63,15 +63,12 @@ class MultiTurnEnv(ToolUseEnv):
             max_steps_per_turn=max_steps_per_turn,
             holdout_notice=bfcl.holdout_notice_template(prompting=holdout_prompting),
         )
-        protocol = protocol or ProtocolCard(
-            env_id=ENV_ID,
+        protocol = protocol or protocol_card(
             category=category,
             tool_format=tool_format,
             strict_tools=strict_tools,
             validate_args=validate_args,
             max_steps_per_turn=max_steps_per_turn,
-            bfcl_version=bfcl.bfcl_version(),
-            tooluse_gym_version=__version__,
         )
         super().__init__(
             bfcl.load_bfcl_tasks(category, task_ids),
@@ -82,6 +79,11 @@ class MultiTurnEnv(ToolUseEnv):
             hooks=bfcl.HOOKS,
             render_mode=render_mode,
         )
+
+
+def protocol_card(**knobs: object) -> ProtocolCard:
+    """The card of this env id with the given knobs, stamped with the bfcl-eval and tooluse-gym versions."""
+    return ProtocolCard(env_id=ENV_ID, bfcl_version=bfcl.bfcl_version(), tooluse_gym_version=__version__, **knobs)
 
 
 def _check_choice(knob: str, value: object, choices: Sequence[str]) -> None:
@@ -135,8 +137,7 @@ def make_multi_turn_env(
         extra["tokenizer"] = tokenizer
         if chat_template is not None:
             extra["chat_template_sha256"] = sha256_text(chat_template)
-    card = ProtocolCard(
-        env_id=ENV_ID,
+    card = protocol_card(
         category=category,
         template=template,
         reasoning=reasoning,
@@ -147,8 +148,6 @@ def make_multi_turn_env(
         strict_tools=strict_tools,
         validate_args=validate_args,
         max_steps_per_turn=max_steps_per_turn,
-        bfcl_version=bfcl.bfcl_version(),
-        tooluse_gym_version=__version__,
         extra=tuple(sorted(extra.items())),
     )
     env: gym.Env = MultiTurnEnv(
