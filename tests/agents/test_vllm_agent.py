@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 
 from agents.base import AgentRequest, SamplingConfig
-from agents.evaluate import EvalConfig, run_eval
-from tests.agents.test_hf_agent import TASKS, _episodes
-
-SAMPLING = SamplingConfig(temperature=1.0, max_tokens=24)
+from agents.evaluate import run_eval
+from tests.agents.test_hf_agent import _config as hf_config
+from tests.agents.test_hf_agent import _episodes
 
 
 @pytest.fixture(scope="module")
@@ -21,17 +20,7 @@ def agent():
 
 
 def _config(**overrides):
-    base = dict(
-        agent="vllm",
-        model="smollm2-135m",
-        task_ids=TASKS,
-        seeds=(0,),
-        sampling=SAMPLING,
-        num_envs=3,
-        protocol={"system_prompt": "none"},
-        dtype="float32",
-    )
-    return EvalConfig(**{**base, **overrides})
+    return hf_config(**{"agent": "vllm", "num_envs": 3, "dtype": "float32", **overrides})
 
 
 def test_real_episodes_and_same_seed_same_episodes(agent, tmp_path):
