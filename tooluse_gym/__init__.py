@@ -5,6 +5,7 @@
 
     env = gym.make("ToolUse-MultiTurn-v0", category="base", template="native", reasoning="keep",
                    system_prompt="bfcl", tool_format="python")
+    env = gym.make("ToolUse-Scenario-v0", path="scenarios/curriculum/train.yaml")
 
 Importing this package registers environment ids only; it never imports torch or vLLM.
 """
@@ -15,11 +16,19 @@ from gymnasium.envs.registration import register, registry
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "register_tools"]
 
-if "ToolUse-MultiTurn-v0" not in registry:
-    register(
-        id="ToolUse-MultiTurn-v0",
-        entry_point="tooluse_gym.envs.multi_turn:make_multi_turn_env",
-        disable_env_checker=False,
-    )
+_ENV_IDS = {
+    "ToolUse-MultiTurn-v0": "tooluse_gym.envs.multi_turn:make_multi_turn_env",
+    "ToolUse-Scenario-v0": "tooluse_gym.envs.scenario:make_scenario_env",
+}
+for _id, _entry_point in _ENV_IDS.items():
+    if _id not in registry:
+        register(id=_id, entry_point=_entry_point, disable_env_checker=False)
+
+
+def register_tools(name: str, cls: type, **kwargs):
+    """Register a tool backend class for scenarios (see `tooluse_gym.tools.registry.register_tools`)."""
+    from tooluse_gym.tools.registry import register_tools as _register
+
+    return _register(name, cls, **kwargs)

@@ -7,23 +7,13 @@ from collections.abc import Sequence
 import gymnasium as gym
 
 from tooluse_gym import __version__
+from tooluse_gym.envs.protocol_stack import TOOL_FORMATS, ProtocolKnobs
 from tooluse_gym.envs.tool_env import EnvConfig, ToolUseEnv
-from tooluse_gym.prompts import system_prompt_spec
-from tooluse_gym.protocol import ProtocolCard, sha256_text
+from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl
-from tooluse_gym.wrappers import (
-    REASONING_MODES,
-    TEMPLATES,
-    TOOL_RESULT_PLACEMENTS,
-    ContextTemplate,
-    ReasoningHistory,
-    RenderedPrompt,
-    SystemPrompt,
-    ToolResultPlacement,
-)
 
 ENV_ID = "ToolUse-MultiTurn-v0"
-TOOL_FORMATS = ("python", "json")
+__all__ = ["ENV_ID", "TOOL_FORMATS", "MultiTurnEnv", "make_multi_turn_env", "protocol_card"]
 
 
 class MultiTurnEnv(ToolUseEnv):
@@ -86,11 +76,6 @@ def protocol_card(**knobs: object) -> ProtocolCard:
     return ProtocolCard(env_id=ENV_ID, bfcl_version=bfcl.bfcl_version(), tooluse_gym_version=__version__, **knobs)
 
 
-def _check_choice(knob: str, value: object, choices: Sequence[str]) -> None:
-    if value not in choices:
-        raise ValueError(f"{knob} must be one of {', '.join(map(repr, choices))}; got {value!r}")
-
-
 def make_multi_turn_env(
     category: str = "base",
     task_ids: Sequence[str] | None = None,
@@ -125,32 +110,25 @@ def make_multi_turn_env(
         chat_template: Jinja text or a file path replacing the tokenizer's template.
         render_mode: ``None`` or ``"ansi"``.
     """
-    _check_choice("template", template, TEMPLATES)
-    _check_choice("reasoning", reasoning, REASONING_MODES)
-    _check_choice("tool_format", tool_format, TOOL_FORMATS)
-    _check_choice("tool_results", tool_results, TOOL_RESULT_PLACEMENTS)
-    if category != "all":
-        bfcl.normalize_category(category)
-    prompt = system_prompt_spec(system_prompt, tool_format)
-    extra = {}
-    if tokenizer is not None:
-        extra["tokenizer"] = tokenizer
-        if chat_template is not None:
-            extra["chat_template_sha256"] = sha256_text(chat_template)
-    card = protocol_card(
-        category=category,
+    knobs = ProtocolKnobs(
         template=template,
         reasoning=reasoning,
-        system_prompt=prompt.name,
-        system_prompt_sha256=prompt.sha256,
+        system_prompt=system_prompt,
         tool_format=tool_format,
         tool_results=tool_results,
+        tokenizer=tokenizer,
+        chat_template=chat_template,
+    )
+    if category != "all":
+        bfcl.normalize_category(category)
+    card = protocol_card(
+        category=category,
         strict_tools=strict_tools,
         validate_args=validate_args,
         max_steps_per_turn=max_steps_per_turn,
-        extra=tuple(sorted(extra.items())),
+        **knobs.card_fields(),
     )
-    env: gym.Env = MultiTurnEnv(
+    env = MultiTurnEnv(
         category,
         task_ids,
         tool_format,
@@ -158,17 +136,7 @@ def make_multi_turn_env(
         validate_args,
         max_steps_per_turn,
         render_mode,
-        holdout_prompting=prompt.carries_tools,
+        holdout_prompting=knobs.prompt.carries_tools,
         protocol=card,
     )
-    if reasoning != "keep":
-        env = ReasoningHistory(env, reasoning)
-    if tool_results != "tool_messages":
-        env = ToolResultPlacement(env, tool_results)
-    if prompt.name != "none":
-        env = SystemPrompt(env, system_prompt, tool_format)
-    if template == "context":
-        env = ContextTemplate(env)
-    if tokenizer is not None:
-        env = RenderedPrompt(env, tokenizer, chat_template)
-    return env
+    return knobs.wrap(env)

@@ -88,6 +88,18 @@ def backend_classes() -> dict[str, type]:
 
 
 @lru_cache(maxsize=1)
+def function_docs() -> dict[str, tuple[Mapping[str, Any], ...]]:
+    """The published function docs of each simulator class (BFCL format), from bfcl_eval's doc files."""
+    config = _import("bfcl_eval.constants.executable_backend_config")
+    folder = Path(_import("bfcl_eval.constants.eval_config").MULTI_TURN_FUNC_DOC_PATH)
+    docs = {}
+    for name in backend_classes():
+        with open(folder / config.MULTI_TURN_FUNC_DOC_FILE_MAPPING[name], encoding="utf-8") as f:
+            docs[name] = tuple(json.loads(line) for line in f if line.strip())
+    return docs
+
+
+@lru_cache(maxsize=1)
 def stateless_backends() -> frozenset[str]:
     """Backends with no state to load (BFCL skips their `_load_scenario`)."""
     return frozenset(_import("bfcl_eval.constants.executable_backend_config").STATELESS_CLASSES)

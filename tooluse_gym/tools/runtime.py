@@ -61,12 +61,18 @@ class CallRecord:
     executed: bool
 
 
+STATE_LOADER = "load_state"
+"""The public method through which a user backend receives its initial state (never callable by a model)."""
+
+
 @cache
 def _public_methods(cls: type) -> tuple[str, ...]:
     """Public method names, as BFCL's executor maps them (bound methods not starting with _)."""
     instance = cls.__new__(cls)
     return tuple(
-        name for name, _ in inspect.getmembers(instance, predicate=inspect.ismethod) if not name.startswith("_")
+        name
+        for name, _ in inspect.getmembers(instance, predicate=inspect.ismethod)
+        if not name.startswith("_") and name != STATE_LOADER
     )
 
 
@@ -141,9 +147,11 @@ class ToolRuntime:
             cls = classes[backend]
             instance = cls()
             if backend not in stateless:
-                instance._load_scenario(
-                    copy_state(task.initial_config.get(backend, {})), long_context=task.long_context
-                )
+                state = copy_state(task.initial_config.get(backend, {}))
+                if hasattr(instance, "_load_scenario"):
+                    instance._load_scenario(state, long_context=task.long_context)
+                else:
+                    instance.load_state(state)
                 if hooks.isolate is not None:
                     hooks.isolate(backend, instance, task.long_context)
             self.instances[backend] = instance
