@@ -1,0 +1,42 @@
+"""Group-relative advantages: each rollout's reward against its own group's mean and spread."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+ZERO_STD = 1e-8
+"""A group whose reward standard deviation is below this is a zero-variance group."""
+
+
+def group_stats(rewards: Sequence[float]) -> tuple[float, float]:
+    """Mean and population standard deviation (divide by n) of a group's rewards."""
+    if not rewards:
+        raise ValueError("a group needs at least one reward")
+    n = len(rewards)
+    mean = sum(rewards) / n
+    var = sum((r - mean) ** 2 for r in rewards) / n
+    return mean, math.sqrt(var)
+
+
+def group_advantages(rewards: Sequence[float], over: Sequence[int] | None = None) -> list[float]:
+    """``(r - mean) / std`` for every rollout of one group; all zeros for a zero-variance group.
+
+    Args:
+        rewards: The rewards of the whole group (n rollouts).
+        over: Indices whose rewards give the mean and std (default: all n). With
+            max-variance sub-sampling, passing the kept indices normalizes over the kept m.
+
+    The std is the population std (divide by n, not n - 1), so a binary group with k of n
+    correct gets ``+sqrt((n - k) / k)`` and ``-sqrt(k / (n - k))``.
+    """
+    basis = [rewards[i] for i in over] if over is not None else list(rewards)
+    mean, std = group_stats(basis)
+    if std < ZERO_STD:
+        return [0.0] * len(rewards)
+    return [(r - mean) / std for r in rewards]
+
+
+def is_zero_variance(rewards: Sequence[float]) -> bool:
+    """All rewards (numerically) equal: the group carries no learning signal."""
+    return group_stats(rewards)[1] < ZERO_STD
