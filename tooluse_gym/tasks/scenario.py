@@ -155,15 +155,18 @@ def _field(path: Iterable[Any]) -> str:
 def _load_file(file: Path, raw: bytes, replay: bool) -> list[tuple[Task, list[ToolBackend]]]:
     data = _read(file, raw)
     validator = jsonschema.Draft202012Validator(scenario_schema())
-    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    errors = list(validator.iter_errors(data))
+    error = jsonschema.exceptions.best_match(errors)
     if error is not None:
+        siblings = [e.message for e in errors if e.absolute_path == error.absolute_path and e is not error]
         path = list(error.absolute_path)
         scenario_id = ""
         if len(path) >= 2 and path[0] == "scenarios" and isinstance(path[1], int):
             item = data["scenarios"][path[1]]
             scenario_id = str(item.get("id", f"#{path[1]}")) if isinstance(item, dict) else f"#{path[1]}"
             path = path[2:]
-        raise ScenarioError(file, scenario_id, _field(path), "schema", error.message)
+        reason = "; ".join([error.message, *siblings[:2]])
+        raise ScenarioError(file, scenario_id, _field(path), "schema", reason)
     return [_build(file, spec, replay) for spec in data["scenarios"]]
 
 
