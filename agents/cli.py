@@ -1,6 +1,7 @@
 """`tooluse-eval`: evaluate agents under an explicit protocol, sweep protocol knobs, compare runs.
 
 tooluse-eval run --agent hf --model smollm2-135m --categories base --limit 5 --seeds 0 1 --out runs/NAME
+tooluse-eval run --agent vllm --model smollm2-135m --scenarios scenarios/curriculum/heldout.yaml --out runs/NAME
 tooluse-eval sweep --agent oracle --template native context --reasoning keep strip --out runs/SWEEP
 tooluse-eval compare runs/A runs/B
 """
@@ -36,8 +37,13 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     p.add_argument("--agent", choices=AGENTS, required=True)
     p.add_argument("--model", help="smollm2-135m, a local model folder, or a served model name")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint (openai agent)")
-    p.add_argument("--categories", nargs="+", default=list(CATEGORIES), choices=[*CATEGORIES])
-    p.add_argument("--limit", type=int, help="tasks per category, evenly spaced (default: all 200)")
+    p.add_argument(
+        "--scenarios", nargs="+", metavar="PATH", help="evaluate on scenario files or folders instead of BFCL"
+    )
+    p.add_argument(
+        "--categories", nargs="+", help=f"categories to evaluate (BFCL: {', '.join(CATEGORIES)}; default: all)"
+    )
+    p.add_argument("--limit", type=int, help="tasks per category, evenly spaced (default: all)")
     p.add_argument("--task-ids", nargs="+", help="explicit task ids (overrides --categories/--limit)")
     p.add_argument("--seeds", nargs="+", type=int, default=[0])
     nargs = "+" if sweep else None
@@ -67,8 +73,9 @@ def _config(args: argparse.Namespace, knobs: dict) -> EvalConfig:
         agent=args.agent,
         model=args.model,
         base_url=args.base_url,
-        categories=tuple(args.categories),
+        categories=tuple(args.categories) if args.categories else None,
         limit=args.limit,
+        scenarios=tuple(args.scenarios) if args.scenarios else None,
         task_ids=tuple(args.task_ids) if args.task_ids else None,
         seeds=tuple(args.seeds),
         protocol={**knobs, "strict_tools": args.strict_tools, "max_steps_per_turn": args.max_steps_per_turn},

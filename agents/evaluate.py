@@ -25,6 +25,7 @@ from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl
 
 ENV_ID = "ToolUse-MultiTurn-v0"
+SCENARIO_ENV_ID = "ToolUse-Scenario-v0"
 AGENTS = ("oracle", "hf", "vllm", "openai")
 PROTOCOL_KNOBS = (
     "template",
@@ -49,8 +50,10 @@ class EvalConfig:
         agent: ``oracle`` | ``hf`` | ``vllm`` | ``openai``.
         model: Model name for the backend (``smollm2-135m``, a folder, a served model name).
         base_url: Endpoint of an OpenAI-compatible server (``openai`` agent).
-        categories: BFCL categories to evaluate.
-        limit: Tasks per category, evenly spaced over the category (None: all 200).
+        categories: Categories to evaluate (None: all of the task source's).
+        limit: Tasks per category, evenly spaced over the category (None: all).
+        scenarios: Scenario files or folders to evaluate on (``ToolUse-Scenario-v0``) instead
+            of BFCL (``ToolUse-MultiTurn-v0``).
         task_ids: Explicit task ids (overrides `categories` and `limit`).
         seeds: One pass over the tasks per seed; the seed fixes every sampling call.
         protocol: Protocol knobs passed to `gym.make` (template, reasoning, system_prompt, ...).
@@ -62,8 +65,9 @@ class EvalConfig:
     agent: str
     model: str | None = None
     base_url: str | None = None
-    categories: tuple[str, ...] = bfcl.CATEGORIES
+    categories: tuple[str, ...] | None = None
     limit: int | None = None
+    scenarios: tuple[str, ...] | None = None
     task_ids: tuple[str, ...] | None = None
     seeds: tuple[int, ...] = (0,)
     protocol: Mapping[str, Any] = field(default_factory=dict)
@@ -79,8 +83,9 @@ class EvalConfig:
         unknown = set(self.protocol) - set(PROTOCOL_KNOBS)
         if unknown:
             raise ValueError(f"unknown protocol knobs {sorted(unknown)}; known: {', '.join(PROTOCOL_KNOBS)}")
-        for c in self.categories:
-            bfcl.normalize_category(c)
+        if self.scenarios is None:
+            for c in self.categories or ():
+                bfcl.normalize_category(c)
         if not self.seeds:
             raise ValueError("at least one seed is needed")
 
@@ -89,12 +94,33 @@ class EvalConfig:
         data["protocol"] = dict(self.protocol)
         return json.loads(json.dumps(data))
 
+    @property
+    def env_id(self) -> str:
+        return SCENARIO_ENV_ID if self.scenarios else ENV_ID
 
-def select_tasks(categories: Sequence[str], limit: int | None) -> list[str]:
-    """Task ids per category; with `limit`, that many evenly spaced over each category."""
+    def env_kwargs(self) -> dict[str, Any]:
+        """`gym.make` arguments besides the protocol knobs and task ids."""
+        return {"path": list(self.scenarios)} if self.scenarios else {"category": "all"}
+
+
+def select_tasks(
+    categories: Sequence[str] | None, limit: int | None, scenarios: Sequence[str] | None = None
+) -> list[str]:
+    """Task ids per category (in the source's order); with `limit`, that many evenly spaced over each category."""
+    if scenarios:
+        from tooluse_gym.tasks.scenario import load_scenarios
+
+        by_category: dict[str, list[str]] = {}
+        for task in load_scenarios(list(scenarios)):
+            by_category.setdefault(task.category, []).append(task.task_id)
+        unknown = sorted(set(categories or ()) - set(by_category))
+        if unknown:
+            raise ValueError(f"unknown categories {unknown}; the scenarios have {sorted(by_category)}")
+    else:
+        by_category = {c: [t.task_id for t in bfcl.load_bfcl_tasks(c)] for c in categories or bfcl.CATEGORIES}
     ids = []
-    for category in categories:
-        tasks = [t.task_id for t in bfcl.load_bfcl_tasks(category)]
+    for category in categories or by_category:
+        tasks = by_category[category]
         if limit is not None and limit < len(tasks):
             tasks = [tasks[i * len(tasks) // limit] for i in range(limit)]
         ids.extend(tasks)
@@ -171,7 +197,7 @@ def run_eval(
             )
     else:
         config_path.write_text(json.dumps(config.to_dict(), indent=2))
-    task_ids = list(config.task_ids) if config.task_ids else select_tasks(config.categories, config.limit)
+    task_ids = list(config.task_ids or select_tasks(config.categories, config.limit, config.scenarios))
     wanted = {(t, s) for s in config.seeds for t in task_ids}
     episodes_path = out / "episodes.jsonl"
     existing = read_episodes(episodes_path)[0] if episodes_path.exists() else []
@@ -180,7 +206,7 @@ def run_eval(
     jobs = [RolloutJob(t, s) for s in config.seeds for t in task_ids if (t, s) not in done_keys]
 
     def make_env() -> gym.Env:
-        return gym.make(ENV_ID, category="all", task_ids=task_ids, **config.protocol)
+        return gym.make(config.env_id, task_ids=task_ids, **config.env_kwargs(), **config.protocol)
 
     card = ProtocolCard.from_dict({**make_env().unwrapped.protocol.to_dict(), "seed": None})
     for e in done:

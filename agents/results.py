@@ -65,10 +65,12 @@ def summarize(episodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     errors: Counter[str] = Counter()
     checker_errors: Counter[str] = Counter()
     tokens = Counter()
+    per_task: dict[tuple[str, str], list[float]] = defaultdict(list)
     count = 0
     for ep in episodes:
         count += 1
         rewards[(ep["category"], ep["seed"])].append(float(ep["reward"]))
+        per_task[(ep["category"], ep["task_id"])].append(float(ep["reward"]))
         if ep.get("error"):
             errors[ep["error"]["type"]] += 1
         elif ep.get("checker") and ep["checker"].get("error_type"):
@@ -95,10 +97,46 @@ def summarize(episodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             "per_seed": {str(s): v for s, v in overall_per_seed.items()},
             **spread(list(overall_per_seed.values())),
         },
+        "pass_at_k": pass_at_k(per_task),
         "agent_errors": dict(errors),
         "checker_errors": dict(checker_errors),
         "tokens": dict(tokens),
     }
+
+
+def pass_at_k(per_task: Mapping[tuple[str, str], Sequence[float]]) -> dict[str, dict[str, Any]]:
+    """Per category, over tasks with k samples each (one per seed): pass@1 (mean success rate),
+    pass@k (solved by at least one sample), and the fractions of tasks solved by all, none,
+    or some but not all samples (``mixed``: the tasks that give GRPO a learning signal)."""
+    out: dict[str, dict[str, Any]] = {}
+    for category in sorted({c for c, _ in per_task}):
+        samples = [[r >= 1.0 for r in v] for (c, _), v in per_task.items() if c == category]
+        rates = [sum(s) / len(s) for s in samples]
+        n = len(samples)
+        out[category] = {
+            "tasks": n,
+            "k": min(len(s) for s in samples),
+            "pass_at_1": statistics.fmean(rates),
+            "pass_at_k": sum(r > 0 for r in rates) / n,
+            "all_correct": sum(r == 1 for r in rates) / n,
+            "all_wrong": sum(r == 0 for r in rates) / n,
+            "mixed": sum(0 < r < 1 for r in rates) / n,
+        }
+    return out
+
+
+def format_pass_table(summary: Mapping[str, Any]) -> str:
+    """A Markdown table of pass@1, pass@k and the share of tasks with mixed outcomes, per category."""
+    lines = [
+        "| category | tasks | k | pass@1 | pass@k | all correct | all wrong | mixed (0 < p < 1) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, row in summary["pass_at_k"].items():
+        lines.append(
+            f"| {name} | {row['tasks']} | {row['k']} | {_pct(row['pass_at_1'])} | {_pct(row['pass_at_k'])} | "
+            f"{_pct(row['all_correct'])} | {_pct(row['all_wrong'])} | {_pct(row['mixed'])} |"
+        )
+    return "\n".join(lines)
 
 
 def format_table(summary: Mapping[str, Any]) -> str:
