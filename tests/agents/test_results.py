@@ -7,8 +7,9 @@ import pytest
 from agents.results import format_table, spread, summarize
 
 
-def ep(category, seed, reward, error=None, checker_error=None):
+def ep(category, seed, reward, error=None, checker_error=None, task_id="t0"):
     return {
+        "task_id": task_id,
         "category": category,
         "seed": seed,
         "reward": reward,
@@ -43,3 +44,17 @@ def test_summarize_per_category_per_seed_and_unweighted_overall():
     assert s["tokens"] == {"prompt": 120, "completion": 24}
     table = format_table(s)
     assert "| base | 4 | 50.0 | 100.0 | 75.0 |" in table and "**overall**" in table
+
+
+def test_pass_at_k_counts_tasks_solved_by_all_none_or_some_samples():
+    episodes = [
+        *(ep("a", s, 1.0, task_id="always") for s in range(4)),
+        *(ep("a", s, 0.0, task_id="never") for s in range(4)),
+        *(ep("a", s, float(s == 2), task_id="once") for s in range(4)),
+        *(ep("a", s, float(s < 3), task_id="thrice") for s in range(4)),
+    ]
+    row = summarize(episodes)["pass_at_k"]["a"]
+    assert row["tasks"] == 4 and row["k"] == 4
+    assert row["pass_at_1"] == pytest.approx((1 + 0 + 0.25 + 0.75) / 4)
+    assert row["pass_at_k"] == 0.75
+    assert (row["all_correct"], row["all_wrong"], row["mixed"]) == (0.25, 0.25, 0.5)
