@@ -1,0 +1,51 @@
+"""Helpers for the TUI tests: fixture paths, running a pilot script, reading the screen as text."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from textual.pilot import Pilot
+
+from tui.app import ToolUseApp, TuiConfig
+from tui.runs import resolve
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def make_app(*paths: str | Path, poll_s: float = 0.05) -> ToolUseApp:
+    return ToolUseApp(TuiConfig(resolve([str(p) for p in paths]), poll_s=poll_s))
+
+
+def screen_text(app: ToolUseApp) -> str:
+    """What the terminal shows, as plain text (the same render as a screenshot)."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, record=True)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text()
+
+
+def drive(app: ToolUseApp, script: Callable[[Pilot], Awaitable[None]], size: tuple[int, int] = (120, 40)) -> None:
+    """Run `script` against `app` in a headless terminal of `size`."""
+
+    async def main() -> None:
+        async with app.run_test(size=size) as pilot:
+            await script(pilot)
+
+    asyncio.run(main())
+
+
+async def settle(pilot: Pilot) -> None:
+    """Let the workers finish and the screen catch up."""
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+@pytest.fixture
+def data() -> Path:
+    return DATA

@@ -1,0 +1,328 @@
+"""Lazy, tolerant readers for ``episodes.jsonl`` and ``metrics.jsonl`` (no Textual import).
+
+A file is indexed by the byte offsets of its complete lines; a line is parsed only when it is
+asked for. A corrupt line, or a torn last line (a fragment with no newline that is not a JSON
+object), is skipped and counted, never raised. Files may grow while they are read: `refresh`
+indexes the lines appended since the last call, and a torn fragment is read again until its
+writer finishes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from array import array
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_CHUNK = 1 << 22
+
+
+def _parse(raw: bytes) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+@dataclass(frozen=True)
+class FileHealth:
+    """What could not be read in a file so far."""
+
+    corrupt_lines: int = 0
+    torn_last_line: bool = False
+
+    def describe(self) -> str:
+        parts = []
+        if self.corrupt_lines:
+            parts.append(f"{self.corrupt_lines} corrupt line{'s' if self.corrupt_lines != 1 else ''} skipped")
+        if self.torn_last_line:
+            parts.append("torn last line skipped")
+        return ", ".join(parts)
+
+
+class JsonlFile:
+    """Byte offsets of the lines of a JSONL file, grown by `refresh`; lines parsed on demand.
+
+    Args:
+        path: The file. It may not exist yet (a run that has not written it).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        self._starts = array("q")
+        self._ends = array("q")
+        self._scanned = 0
+        self._torn = False
+        self._corrupt: set[int] = set()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    @property
+    def health(self) -> FileHealth:
+        return FileHealth(len(self._corrupt), self._torn)
+
+    def refresh(self) -> range:
+        """Index the complete lines written since the last call; returns their line numbers."""
+        with self._lock:
+            first = len(self._starts)
+            try:
+                size = self.path.stat().st_size
+            except FileNotFoundError:
+                return range(first, first)
+            if size < self._scanned:  # the file was replaced: start over
+                self._starts, self._ends, self._scanned, self._corrupt = array("q"), array("q"), 0, set()
+                first = 0
+            with self.path.open("rb") as f:
+                f.seek(self._scanned)
+                position, carry = self._scanned, b""
+                while chunk := f.read(_CHUNK):
+                    data = carry + chunk
+                    base = position - len(carry)
+                    start = 0
+                    while (end := data.find(b"\n", start)) >= 0:
+                        if data[start:end].strip():
+                            self._starts.append(base + start)
+                            self._ends.append(base + end)
+                        start = end + 1
+                    carry = data[start:]
+                    position += len(chunk)
+                self._scanned = position - len(carry)
+                self._torn = False
+                if carry.strip():
+                    if _parse(carry) is not None:  # a whole object without its newline
+                        self._starts.append(self._scanned)
+                        self._ends.append(position)
+                        self._scanned = position
+                    else:
+                        self._torn = True
+            return range(first, len(self._starts))
+
+    def raw(self, line: int) -> bytes:
+        """The bytes of line `line` (0-based over the non-blank lines)."""
+        with self.path.open("rb") as f:
+            f.seek(self._starts[line])
+            return f.read(self._ends[line] - self._starts[line])
+
+    def read(self, line: int) -> dict[str, Any] | None:
+        """Line `line` parsed, or None (and counted) when it is not a JSON object."""
+        obj = _parse(self.raw(line))
+        if obj is None:
+            self.mark_corrupt(line)
+        return obj
+
+    def mark_corrupt(self, line: int) -> None:
+        """Count line `line` as unreadable (once)."""
+        self._corrupt.add(line)
+
+    def iter_raw(self, lines: range) -> Iterator[tuple[int, bytes]]:
+        """(line, bytes) for consecutive lines, read in one pass."""
+        if not lines:
+            return
+        with self.path.open("rb") as f:
+            for i in lines:
+                f.seek(self._starts[i])
+                yield i, f.read(self._ends[i] - self._starts[i])
+
+
+@dataclass(frozen=True)
+class EpisodeSummary:
+    """One row of the episode table: what the record says, without its transcript."""
+
+    line: int
+    task_id: str
+    category: str
+    seed: int
+    reward: float
+    turns: int
+    num_turns: int
+    steps: int
+    error_type: str | None
+    tokens: int
+
+    @property
+    def failed(self) -> bool:
+        return self.reward < 1.0
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any], line: int) -> EpisodeSummary | None:
+        """The summary of an episode record, or None when it is not one."""
+        if "task_id" not in record or "reward" not in record:
+            return None
+        try:
+            turns = record.get("turns") or []
+            tokens = record.get("tokens") or {}
+            return cls(
+                line=line,
+                task_id=str(record["task_id"]),
+                category=str(record.get("category", "")),
+                seed=int(record.get("seed", 0)),
+                reward=float(record["reward"]),
+                turns=len(turns),
+                num_turns=int(record.get("num_turns", len(turns))),
+                steps=sum(len(t.get("steps") or []) for t in turns),
+                error_type=error_type(record),
+                tokens=int(tokens.get("prompt", 0)) + int(tokens.get("completion", 0)),
+            )
+        except (TypeError, ValueError, AttributeError):
+            return None
+
+
+def error_type(record: Mapping[str, Any]) -> str | None:
+    """The agent's error type, else the checker's, else None."""
+    error = record.get("error")
+    if isinstance(error, Mapping) and error.get("type"):
+        return str(error["type"])
+    checker = record.get("checker")
+    if isinstance(checker, Mapping) and checker.get("error_type"):
+        return str(checker["error_type"])
+    return None
+
+
+class EpisodeStore:
+    """Episode summaries of an ``episodes.jsonl``, built in batches; full records read on demand."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.file = JsonlFile(path)
+        self.summaries: list[EpisodeSummary] = []
+        self._summarized = 0
+        self._not_episodes = 0
+
+    @property
+    def path(self) -> Path:
+        return self.file.path
+
+    @property
+    def health(self) -> FileHealth:
+        health = self.file.health
+        return FileHealth(health.corrupt_lines + self._not_episodes, health.torn_last_line)
+
+    def scan(self, batch: int = 500) -> Iterator[list[EpisodeSummary]]:
+        """Index new lines and summarize them, `batch` at a time (appended to `summaries` too)."""
+        self.file.refresh()
+        while self._summarized < len(self.file):
+            lines = range(self._summarized, min(self._summarized + batch, len(self.file)))
+            new = []
+            for line, raw in self.file.iter_raw(lines):
+                record = _parse(raw)
+                summary = EpisodeSummary.of(record, line) if record is not None else None
+                if record is None:
+                    self.file.mark_corrupt(line)
+                elif summary is None:
+                    self._not_episodes += 1
+                else:
+                    new.append(summary)
+            self._summarized = lines.stop
+            self.summaries.extend(new)
+            yield new
+
+    def record(self, line: int) -> dict[str, Any] | None:
+        """The full record on line `line`."""
+        return self.file.read(line)
+
+    def search(self, text: str, lines: list[int]) -> set[int]:
+        """Of `lines`, those whose raw JSON contains `text` (case-insensitive)."""
+        needle = text.lower().encode()
+        found = set()
+        for line in sorted(lines):
+            if needle in self.file.raw(line).lower():
+                found.add(line)
+        return found
+
+
+class MetricsLog:
+    """The rows of a ``metrics.jsonl`` read so far; `poll` adds the ones appended since."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.file = JsonlFile(path)
+        self.rows: list[dict[str, Any]] = []
+
+    @property
+    def health(self) -> FileHealth:
+        return self.file.health
+
+    def poll(self) -> int:
+        """Read new lines; returns how many rows were added."""
+        added = 0
+        for line, raw in self.file.iter_raw(self.file.refresh()):
+            row = _parse(raw)
+            if row is None:
+                self.file.mark_corrupt(line)
+                continue
+            self.rows.append(row)
+            added += 1
+        return added
+
+    def series(self, key: str) -> list[tuple[float, float]]:
+        """(step, value) for every row that has a number under `key`."""
+        out = []
+        for i, row in enumerate(list(self.rows)):
+            value = row.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                step = row.get("step", i)
+                out.append((float(step) if isinstance(step, int | float) else float(i), float(value)))
+        return out
+
+
+SORT_COLUMNS: dict[str, Callable[[EpisodeSummary], Any] | None] = {
+    "file order": None,
+    "task id": lambda s: _natural(s.task_id),
+    "category": lambda s: s.category,
+    "seed": lambda s: s.seed,
+    "reward": lambda s: s.reward,
+    "turns": lambda s: s.turns,
+    "steps": lambda s: s.steps,
+    "error type": lambda s: s.error_type or "",
+    "tokens": lambda s: s.tokens,
+}
+"""Ways to sort the episode table: name -> key (None keeps the file's order)."""
+
+
+def _natural(task_id: str) -> tuple[str, int]:
+    """``multi_turn_base_10`` after ``multi_turn_base_9``."""
+    head, _, tail = task_id.rpartition("_")
+    return (head, int(tail)) if tail.isdigit() else (task_id, -1)
+
+
+@dataclass(frozen=True)
+class EpisodeFilter:
+    """Which episodes the table shows.
+
+    Attributes:
+        failed_only: Only episodes with reward < 1.
+        category: Only this category (None: all).
+        error_type: Only this error type (None: all).
+        lines: Only these lines (the hits of a text search; None: no search).
+    """
+
+    failed_only: bool = False
+    category: str | None = None
+    error_type: str | None = None
+    lines: frozenset[int] | None = None
+
+    def matches(self, s: EpisodeSummary) -> bool:
+        return (
+            (not self.failed_only or s.failed)
+            and (self.category is None or s.category == self.category)
+            and (self.error_type is None or s.error_type == self.error_type)
+            and (self.lines is None or s.line in self.lines)
+        )
+
+
+def select(
+    summaries: Sequence[EpisodeSummary], where: EpisodeFilter, sort: str = "file order", reverse: bool = False
+) -> list[EpisodeSummary]:
+    """The summaries that pass the filter, in the sort order."""
+    rows = [s for s in summaries if where.matches(s)]
+    key = SORT_COLUMNS[sort]
+    if key is not None:
+        rows.sort(key=key, reverse=reverse)
+    elif reverse:
+        rows.reverse()
+    return rows

@@ -1,0 +1,72 @@
+"""Small text plots for the terminal: sparklines and a proportion bar (no extra dependencies).
+
+>>> sparkline([0, 1, 2, 3], width=4)
+'▁▃▆█'
+>>> sparkline([], width=3)
+'   '
+>>> split_bar([1.0, 3.0], width=8)
+[2, 6]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+
+_BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[float], width: int, lo: float | None = None, hi: float | None = None) -> str:
+    """The last `width` values as block characters scaled to [lo, hi] (their range by default)."""
+    values = list(values)[-width:]
+    if not values:
+        return " " * width
+    lo = min(values) if lo is None else lo
+    hi = max(values) if hi is None else hi
+    span = hi - lo
+    chars = []
+    for v in values:
+        level = 0 if span <= 0 else round((min(max(v, lo), hi) - lo) / span * (len(_BLOCKS) - 1))
+        chars.append(_BLOCKS[level])
+    return "".join(chars).ljust(width)
+
+
+def split_bar(values: Sequence[float], width: int) -> list[int]:
+    """Segment lengths proportional to `values` that fill `width` exactly (all 0 when the total is 0)."""
+    total = sum(max(v, 0.0) for v in values)
+    if total <= 0:
+        return [0 for _ in values]
+    out, used, acc = [], 0, 0.0
+    for value in values:
+        acc += max(value, 0.0)
+        end = round(acc / total * width)
+        out.append(end - used)
+        used = end
+    return out
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.3g}"
+
+
+def series_line(label: str, values: Sequence[float], width: int, style: str, lo=None, hi=None) -> Text:
+    """``label ▁▂▅█  last`` on one line; the label column is 10 wide."""
+    text = Text()
+    text.append(f"{label[:10]:<10} ", style="dim")
+    text.append(sparkline(values, width, lo, hi), style=style)
+    text.append(f" {_number(values[-1] if values else None):>7}", style="bold")
+    return text
+
+
+def range_line(lo: float | None, hi: float | None, steps: Sequence[float]) -> Text:
+    """A dim footer line: the scale of the sparklines and the steps they cover."""
+    if lo is None or hi is None or not steps:
+        return Text("waiting for data", style="dim italic")
+    return Text(f"scale {_number(lo)}–{_number(hi)} · steps {steps[0]:g}–{steps[-1]:g}", style="dim")

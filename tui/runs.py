@@ -1,0 +1,190 @@
+"""What the command line points at, and the comparison of two evaluation runs (no Textual import).
+
+A path is a run folder, an ``episodes.jsonl`` or a ``metrics.jsonl``. A folder with a
+``metrics.jsonl`` is a training run (live view); one with an ``episodes.jsonl`` is replayed.
+Two folders are compared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agents.results import summarize
+from tui.data import EpisodeStore, EpisodeSummary
+
+EPISODES = "episodes.jsonl"
+METRICS = "metrics.jsonl"
+RESULTS = "results.json"
+
+
+class TargetError(ValueError):
+    """The paths given cannot be opened; the message says why, for the user."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to open.
+
+    Attributes:
+        mode: ``replay`` | ``live`` | ``compare``.
+        episodes: The episodes file of each run (one, or two for ``compare``).
+        metrics: The metrics file (``live``).
+    """
+
+    mode: str
+    episodes: tuple[Path, ...]
+    metrics: Path | None = None
+
+
+def resolve(paths: Sequence[str | os.PathLike[str]]) -> Target:
+    """The mode and files for the command-line paths; raises `TargetError` with a clear message."""
+    if not paths:
+        raise TargetError("give a run folder, an episodes.jsonl or a metrics.jsonl (or two run folders to compare)")
+    if len(paths) > 2:
+        raise TargetError(f"at most two paths (two runs to compare), got {len(paths)}")
+    resolved = [_check(Path(p)) for p in paths]
+    if len(resolved) == 2:
+        for p in resolved:
+            if not p.is_dir() or not ((p / RESULTS).exists() or (p / EPISODES).exists()):
+                raise TargetError(f"{p}: to compare, give two run folders that hold results.json or episodes.jsonl")
+        return Target("compare", tuple(p / EPISODES for p in resolved))
+    path = resolved[0]
+    if path.is_dir():
+        if (path / METRICS).exists():
+            return Target("live", (path / EPISODES,), path / METRICS)
+        if (path / EPISODES).exists():
+            return Target("replay", (path / EPISODES,))
+        raise TargetError(f"{path}: the folder holds neither {EPISODES} nor {METRICS}")
+    if path.stat().st_size == 0:
+        raise TargetError(f"{path}: the file is empty")
+    if path.name == METRICS or _first_record_is_metrics(path):
+        return Target("live", (path.parent / EPISODES,), path)
+    return Target("replay", (path,))
+
+
+def _check(path: Path) -> Path:
+    if str(path) == "":
+        raise TargetError("the path is empty")
+    if not path.exists():
+        raise TargetError(f"{path}: no such file or folder")
+    return path
+
+
+def _first_record_is_metrics(path: Path) -> bool:
+    with path.open("rb") as f:
+        line = f.readline(1 << 20)
+    try:
+        first = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(first, dict) and "step" in first and "task_id" not in first
+
+
+def short_name(path: Path) -> str:
+    """A file's name with its folder (``run_a/episodes.jsonl``): no machine-specific prefix."""
+    return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+
+
+@dataclass(frozen=True)
+class CategoryRow:
+    """Accuracy of one category in both runs (fractions; CI half-widths may be unknown)."""
+
+    category: str
+    a: float | None
+    a_ci: float | None
+    b: float | None
+    b_ci: float | None
+
+    @property
+    def diff(self) -> float | None:
+        return None if self.a is None or self.b is None else self.b - self.a
+
+
+@dataclass(frozen=True)
+class CardRow:
+    """One protocol-card field in both runs."""
+
+    key: str
+    a: Any
+    b: Any
+
+    @property
+    def differs(self) -> bool:
+        return self.a != self.b
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """A task solved (mean reward >= 0.5 across seeds) in one run only."""
+
+    task_id: str
+    a: float
+    b: float
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two runs side by side."""
+
+    names: tuple[str, str]
+    categories: tuple[CategoryRow, ...]
+    card: tuple[CardRow, ...]
+    disagreements: tuple[Disagreement, ...]
+    shared_tasks: int
+
+
+def load_results(run: Path, summaries: Sequence[EpisodeSummary], store: EpisodeStore) -> dict[str, Any]:
+    """The run's ``results.json``, or one computed from its episodes when the file is missing."""
+    path = run / RESULTS
+    if path.exists():
+        try:
+            results = json.loads(path.read_text())
+            if isinstance(results, dict) and "summary" in results:
+                return results
+        except ValueError:
+            pass
+    episodes = [
+        {"category": s.category, "seed": s.seed, "reward": s.reward, "error": None, "checker": None} for s in summaries
+    ]
+    protocol = {}
+    if summaries:
+        first = store.record(summaries[0].line) or {}
+        protocol = first.get("protocol") or {}
+    return {"protocol": protocol, "summary": summarize(episodes)}
+
+
+def compare(
+    names: tuple[str, str],
+    results: tuple[Mapping[str, Any], Mapping[str, Any]],
+    summaries: tuple[Sequence[EpisodeSummary], Sequence[EpisodeSummary]],
+) -> Comparison:
+    """Per-category accuracy with CIs, protocol card fields, and the tasks the two runs disagree on."""
+    sa, sb = (r.get("summary") or {} for r in results)
+    cats_a, cats_b = sa.get("categories") or {}, sb.get("categories") or {}
+    rows = []
+    for name in [*sorted(set(cats_a) | set(cats_b)), "overall"]:
+        x = sa.get("overall") if name == "overall" else cats_a.get(name)
+        y = sb.get("overall") if name == "overall" else cats_b.get(name)
+        x, y = x or {}, y or {}
+        rows.append(CategoryRow(name, x.get("mean"), x.get("ci95"), y.get("mean"), y.get("ci95")))
+    card_a, card_b = (dict(r.get("protocol") or {}) for r in results)
+    keys = [*card_a, *(k for k in card_b if k not in card_a)]
+    card = tuple(CardRow(k, card_a.get(k), card_b.get(k)) for k in keys if k != "seed")
+    means = [_task_means(s) for s in summaries]
+    shared = sorted(set(means[0]) & set(means[1]))
+    disagree = tuple(
+        Disagreement(t, means[0][t], means[1][t]) for t in shared if (means[0][t] >= 0.5) != (means[1][t] >= 0.5)
+    )
+    return Comparison(names, tuple(rows), card, disagree, len(shared))
+
+
+def _task_means(summaries: Sequence[EpisodeSummary]) -> dict[str, float]:
+    rewards: dict[str, list[float]] = {}
+    for s in summaries:
+        rewards.setdefault(s.task_id, []).append(s.reward)
+    return {t: sum(v) / len(v) for t, v in rewards.items()}

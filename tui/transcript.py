@@ -1,0 +1,207 @@
+"""An episode record as a transcript: frames to step through and Rich text for each part.
+
+Pure formatting (Rich only, no Textual): the replay view lays these parts out and reveals
+them frame by frame. A frame is one assistant step; an episode that ended before its first
+step has a single empty frame.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+
+FOLD_CHARS = 240
+"""Tool results longer than this are folded to their first `FOLD_CHARS` characters."""
+
+_THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One step of an episode: where it sits and whether its turn ends with it."""
+
+    index: int
+    turn: int
+    step: Mapping[str, Any]
+    first_in_turn: bool
+    last_in_turn: bool
+
+
+def frames(record: Mapping[str, Any]) -> list[Frame]:
+    """The steps of an episode in order."""
+    out: list[Frame] = []
+    for turn in record.get("turns") or []:
+        steps = turn.get("steps") or []
+        for i, step in enumerate(steps):
+            out.append(Frame(len(out), int(turn.get("turn", 0)), step, i == 0, i == len(steps) - 1))
+    return out
+
+
+def first_failing_frame(record: Mapping[str, Any]) -> int | None:
+    """The last frame of the first turn the checker failed (where its verdict shows), else None."""
+    failing = next(
+        (t.get("turn") for t in record.get("turns") or [] if (t.get("verdict") or {}).get("valid") is False), None
+    )
+    if failing is None:
+        return None
+    return max((f.index for f in frames(record) if f.turn == failing), default=None)
+
+
+def split_reasoning(text: str) -> tuple[str, str]:
+    """(reasoning, the rest) of an assistant message: ``<think>`` blocks apart from the answer."""
+    reasoning = "\n".join(m.group(1).strip() for m in _THINK.finditer(text))
+    return reasoning, _THINK.sub("", text).strip()
+
+
+def header(record: Mapping[str, Any]) -> Text:
+    """Task, seed, outcome and cost of an episode."""
+    reward = float(record.get("reward", 0.0))
+    text = Text()
+    text.append(f"{record.get('task_id', '?')}", style="bold")
+    text.append(f"  category {record.get('category', '?')}  seed {record.get('seed', '?')}  ")
+    text.append(f"reward {reward:g}", style="bold green" if reward >= 1 else "bold red")
+    tokens = record.get("tokens") or {}
+    played = len(record.get("turns") or [])
+    text.append(
+        f"  turns {played}/{record.get('num_turns', played)}"
+        f"  tokens {tokens.get('prompt', 0)} prompt + {tokens.get('completion', 0)} completion"
+    )
+    agent = record.get("agent") or {}
+    if agent:
+        text.append(f"\nagent {agent.get('name', '?')}" + (f" ({agent['model']})" if agent.get("model") else ""))
+    train = record.get("train")
+    if isinstance(train, Mapping):
+        text.append("\ntraining rollout " + "  ".join(f"{k} {v}" for k, v in train.items()), style="dim")
+    return text
+
+
+def user_text(turn: Mapping[str, Any]) -> Text:
+    """The user's message(s) that open a turn."""
+    text = Text()
+    label = f"turn {turn.get('turn', 0)} · user"
+    if turn.get("held_out"):
+        label += " (held-out functions offered)"
+    text.append(label + "\n", style="bold cyan")
+    messages = turn.get("user") or []
+    text.append("\n".join(str(m) for m in messages) if messages else "(no user message)", style="cyan")
+    return text
+
+
+def step_text(frame: Frame, *, show_reasoning: bool, show_full: bool) -> Text:
+    """An assistant step: its text (reasoning folded), each parsed call and each tool result."""
+    step = frame.step
+    text = Text()
+    tokens = f"{step.get('prompt_tokens', 0)}+{step.get('completion_tokens', 0)} tok"
+    text.append(f"step {frame.index} · assistant", style="bold")
+    text.append(f"   {tokens}, {step.get('latency_s', 0.0):g} s\n", style="dim")
+    reasoning, answer = split_reasoning(str(step.get("assistant", "")))
+    if reasoning:
+        if show_reasoning:
+            text.append("▾ reasoning\n", style="magenta")
+            text.append(reasoning + "\n", style="italic magenta")
+        else:
+            text.append(f"▸ reasoning ({len(reasoning)} chars, r to unfold)\n", style="magenta")
+    text.append(answer or "(empty message)")
+    if step.get("parse_failure"):
+        text.append(f"\n⚠ parse failure: {step['parse_failure']}", style="bold yellow")
+    calls = step.get("calls") or []
+    results = step.get("results") or []
+    for i, call in enumerate(calls):
+        text.append("\n→ ", style="bold blue")
+        text.append(render_call(call), style="blue")
+        if call.get("error"):
+            text.append(f"  ({call['error']})", style="yellow")
+        if i < len(results):
+            text.append("\n  ← ", style="green")
+            text.append(fold(str(results[i]), show_full), style=_result_style(str(results[i])))
+    return text
+
+
+def render_call(call: Mapping[str, Any]) -> str:
+    """``name(arg=value, ...)`` with JSON-style values, as the call was parsed."""
+    args = [json.dumps(v, ensure_ascii=False) for v in call.get("positional") or []]
+    args += [f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in (call.get("arguments") or {}).items()]
+    return f"{call.get('name', '?')}({', '.join(args)})"
+
+
+def fold(value: str, show_full: bool) -> str:
+    """`value`, cut to `FOLD_CHARS` characters unless `show_full`."""
+    if show_full or len(value) <= FOLD_CHARS:
+        return value
+    return f"{value[:FOLD_CHARS]}… (+{len(value) - FOLD_CHARS} chars, o to unfold)"
+
+
+def _result_style(result: str) -> str:
+    return "yellow" if result.startswith('{"error"') else "green"
+
+
+def verdict_text(turn: Mapping[str, Any], *, show_full: bool = False) -> Text:
+    """The checker's verdict on a turn and, on a mismatch, what differs from the ground truth."""
+    verdict = turn.get("verdict")
+    index = turn.get("turn", 0)
+    text = Text()
+    if not verdict:
+        text.append(f"turn {index} · not judged (episode ended first)", style="dim")
+        return text
+    if not verdict.get("checked"):
+        text.append(f"turn {index} · not checked (empty ground truth)", style="dim")
+        return text
+    if verdict.get("valid"):
+        text.append(f"✓ turn {index} · checker: valid", style="bold green")
+        return text
+    text.append(f"✗ turn {index} · {verdict.get('error_type')}", style="bold red")
+    if verdict.get("message"):
+        text.append(f"\n  {verdict['message']}", style="red")
+    for path, model, truth in diff_rows(verdict.get("state_diff") or {}):
+        text.append(f"\n  {path}", style="bold")
+        text.append("\n    model:        ", style="dim")
+        text.append(fold(model, show_full), style="red")
+        text.append("\n    ground truth: ", style="dim")
+        text.append(fold(truth, show_full), style="green")
+    for missing in verdict.get("missing_results") or []:
+        text.append("\n  missing result: ", style="dim")
+        text.append(fold(str(missing), show_full), style="green")
+    return text
+
+
+def diff_rows(diff: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(dotted path, model value, ground-truth value) for each leaf of a checker state diff."""
+    return list(_walk(diff, ()))
+
+
+def _walk(node: Any, path: Sequence[str]) -> Iterator[tuple[str, str, str]]:
+    if isinstance(node, Mapping) and set(node) == {"model", "ground_truth"}:
+        yield ".".join(path), _compact(node["model"]), _compact(node["ground_truth"])
+        return
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            yield from _walk(value, (*path, str(key)))
+        return
+    yield ".".join(path), _compact(node), ""
+
+
+def _compact(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def ending_text(record: Mapping[str, Any]) -> Text:
+    """How the episode ended: the agent's error, or the checker's overall verdict."""
+    text = Text()
+    error = record.get("error")
+    checker = record.get("checker") or {}
+    if error:
+        text.append(f"■ agent error {error.get('type')}: {error.get('message', '')}", style="bold red")
+    elif checker.get("valid"):
+        text.append("■ episode valid", style="bold green")
+    elif checker:
+        text.append(f"■ episode failed: {checker.get('error_type')}", style="bold red")
+        if checker.get("error_message"):
+            text.append(f"\n  {checker['error_message']}", style="red")
+    else:
+        text.append("■ episode not judged", style="dim")
+    return text
