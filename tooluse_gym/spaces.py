@@ -161,7 +161,7 @@ class ToolSchemas(Space[list]):
 # its slot raises `ValueError` in the worker, naming the limit; raise the space's
 # `shared_memory_bytes` or pass ``vector_kwargs={"shared_memory": False}``.
 
-_OBJECT_SPACES = (ChatText, Conversation, ToolSchemas)
+_OBJECT_SPACES = (ChatText, AssistantAction, Conversation, ToolSchemas)  # exact types: some lookups skip the MRO
 
 
 def _empty_value(space: Space) -> Any:
