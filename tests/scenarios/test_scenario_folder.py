@@ -1,0 +1,64 @@
+"""Every file under scenarios/ validates, and its ground truth replays to reward 1.0 through the Gym API."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import tooluse_gym  # noqa: F401
+from agents.oracle import OracleAgent, run_episode
+from tooluse_gym.tasks.scenario import load_scenario_set, scenario_files
+from tooluse_gym.tools.runtime import ToolRuntime
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = ROOT / "scenarios"
+CURRICULUM = SCENARIOS / "curriculum"
+FILES = scenario_files(SCENARIOS)
+
+
+def test_the_folder_holds_the_curriculum():
+    assert {f.name for f in FILES} >= {"train.yaml", "heldout.yaml"}
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(f.relative_to(SCENARIOS)) for f in FILES])
+def test_every_scenario_replays_to_reward_one(path):
+    tasks = load_scenario_set(path).tasks
+    env = gym.make("ToolUse-Scenario-v0", path=path, system_prompt="strong", tool_format="json")
+    oracle = OracleAgent()
+    failed = [t.task_id for t in tasks if run_episode(env, oracle, t.task_id)[0] != 1.0]
+    assert not failed
+
+
+def test_curriculum_size_tiers_and_disjoint_splits():
+    train = load_scenario_set(CURRICULUM / "train.yaml").tasks
+    heldout = load_scenario_set(CURRICULUM / "heldout.yaml").tasks
+    assert len(train) + len(heldout) >= 300
+    tiers = {"literal", "from_state", "two_calls", "two_turns", "recover"}
+    assert {t.category for t in train} == tiers == {t.category for t in heldout}
+
+    def content(t):
+        return repr((dict(t.initial_config), t.turns, t.ground_truth))
+
+    assert not {t.task_id for t in train} & {t.task_id for t in heldout}
+    assert not {content(t) for t in train} & {content(t) for t in heldout}
+
+
+def test_recover_tier_obvious_call_fails_first():
+    """In the recover tier, the request's final call fails on the initial state (the model meets an error)."""
+    scenarios = load_scenario_set(CURRICULUM / "train.yaml")
+    for task in [t for t in scenarios.tasks if t.category == "recover"]:
+        runtime = ToolRuntime(task, scenarios.classes(), scenarios.stateless(), hooks=scenarios.hooks())
+        result = runtime.execute_one(task.ground_truth[-1][-1]).result
+        assert "error" in result.lower(), (task.task_id, result)
+
+
+def test_generator_is_seeded_and_matches_the_committed_files(tmp_path):
+    subprocess.run(
+        [sys.executable, str(CURRICULUM / "generate.py"), "--out", str(tmp_path)], check=True, capture_output=True
+    )
+    for name in ("train.yaml", "heldout.yaml"):
+        assert (tmp_path / name).read_text() == (CURRICULUM / name).read_text()
