@@ -51,10 +51,10 @@ class EpisodeScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "back"),
-        Binding("right,n", "step(1)", "next step"),
-        Binding("left,p", "step(-1)", "prev"),
-        Binding("home", "go(0)", "first", show=False),
-        Binding("end", "go(-1)", "last", show=False),
+        Binding("right,n", "step(1)", "next step", priority=True),
+        Binding("left,p", "step(-1)", "prev", priority=True),
+        Binding("home", "go(0)", "first", show=False, priority=True),
+        Binding("end", "go(-1)", "last", show=False, priority=True),
         Binding("f", "first_failure", "first failing turn"),
         Binding("space", "play", "play/pause"),
         Binding("plus,equals_sign", "speed(1)", "faster", show=False),
@@ -62,7 +62,7 @@ class EpisodeScreen(Screen[None]):
         Binding("r", "toggle_reasoning", "reasoning"),
         Binding("o", "toggle_results", "long results"),
     ]
-    """Step, jump, play and fold keys."""
+    """Step, jump, play and fold keys (arrows up/down and page keys scroll the transcript)."""
 
     cursor: reactive[int] = reactive(0, init=False)
     """Index of the current frame (step)."""
@@ -126,8 +126,6 @@ class EpisodeScreen(Screen[None]):
         self._status()
 
     def _status(self) -> None:
-        if not self.is_mounted:
-            return
         turn = self.frames[self.cursor].turn if self.frames else 0
         state = "playing" if self.playing else "paused"
         state += f" · speed {SPEEDS[self.speed]:g} steps/s (+/-)"

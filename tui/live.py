@@ -191,17 +191,17 @@ class LiveScreen(Screen[None]):
     def _describe(self) -> None:
         rows = self.metrics.rows
         last = rows[-1] if rows else {}
-        parts = [short_name(self.metrics.file.path)]
+        parts = []
         if rows:
             parts.append(f"step {last.get('step', len(rows))}")
             if "epoch" in last:
                 parts.append(f"epoch {last['epoch']}")
         parts.append(f"{len(rows)} rows" if rows else "waiting for the first metrics row")
         parts.append(f"{len(self.store.summaries)} rollouts")
-        parts.append(f"following every {self.poll_s:g} s")
         for name, health in (("metrics", self.metrics.health), ("episodes", self.store.health)):
             if health.describe():
                 parts.append(f"{name}: {health.describe()}")
+        parts.append(f"polls every {self.poll_s:g} s")
         self.query_one("#live-status", Static).update(" · ".join(parts))
 
     @on(RowTable.Selected, "#rollouts")

@@ -126,7 +126,7 @@ class ReplayScreen(Screen[None]):
             f" · search [b]{self.search_text or '-'}[/b] (/) · sort [b]{self.sort} {arrow}[/b] (s, d)"
         )
         shown = len(self.query_one(RowTable).items)
-        parts = [short_name(self.store.path), f"{len(summaries)} episodes", f"{failed} failed", f"{shown} shown"]
+        parts = [f"{len(summaries)} episodes", f"{failed} failed", f"{shown} shown"]
         if not self.loaded:
             parts.append(f"reading {len(self.store.file)} lines…")
         health = self.store.health.describe()

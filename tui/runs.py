@@ -47,7 +47,7 @@ def resolve(paths: Sequence[str | os.PathLike[str]]) -> Target:
         raise TargetError("give a run folder, an episodes.jsonl or a metrics.jsonl (or two run folders to compare)")
     if len(paths) > 2:
         raise TargetError(f"at most two paths (two runs to compare), got {len(paths)}")
-    resolved = [_check(Path(p)) for p in paths]
+    resolved = [_check(p) for p in paths]
     if len(resolved) == 2:
         for p in resolved:
             if not p.is_dir() or not ((p / RESULTS).exists() or (p / EPISODES).exists()):
@@ -67,9 +67,10 @@ def resolve(paths: Sequence[str | os.PathLike[str]]) -> Target:
     return Target("replay", (path,))
 
 
-def _check(path: Path) -> Path:
-    if str(path) == "":
+def _check(given: str | os.PathLike[str]) -> Path:
+    if not str(given).strip():
         raise TargetError("the path is empty")
+    path = Path(given)
     if not path.exists():
         raise TargetError(f"{path}: no such file or folder")
     return path
@@ -148,13 +149,8 @@ def load_results(run: Path, summaries: Sequence[EpisodeSummary], store: EpisodeS
                 return results
         except ValueError:
             pass
-    episodes = [
-        {"category": s.category, "seed": s.seed, "reward": s.reward, "error": None, "checker": None} for s in summaries
-    ]
-    protocol = {}
-    if summaries:
-        first = store.record(summaries[0].line) or {}
-        protocol = first.get("protocol") or {}
+    episodes = [r for r in (store.record(s.line) for s in summaries) if r is not None]
+    protocol = (episodes[0].get("protocol") or {}) if episodes else {}
     return {"protocol": protocol, "summary": summarize(episodes)}
 
 

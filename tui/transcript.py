@@ -97,7 +97,7 @@ def step_text(frame: Frame, *, show_reasoning: bool, show_full: bool) -> Text:
     step = frame.step
     text = Text()
     tokens = f"{step.get('prompt_tokens', 0)}+{step.get('completion_tokens', 0)} tok"
-    text.append(f"step {frame.index} · assistant", style="bold")
+    text.append(f"step {frame.index + 1} · assistant", style="bold")
     text.append(f"   {tokens}, {step.get('latency_s', 0.0):g} s\n", style="dim")
     reasoning, answer = split_reasoning(str(step.get("assistant", "")))
     if reasoning:

@@ -46,6 +46,16 @@ async def settle(pilot: Pilot) -> None:
     await pilot.pause()
 
 
+async def wait_for(pilot: Pilot, condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Pause until `condition()` holds (a followed file was read); fails after `timeout` seconds."""
+    for _ in range(int(timeout / 0.05)):
+        if condition():
+            await pilot.pause()
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
 @pytest.fixture
 def data() -> Path:
     return DATA

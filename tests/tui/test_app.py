@@ -1,0 +1,240 @@
+"""Pilot tests: each mode driven with the keyboard on the fixture files; assertions on what is shown."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from tests.tui.conftest import drive, make_app, screen_text, settle, wait_for
+from tui.app import main
+from tui.episode import EpisodeScreen
+from tui.live import LiveScreen, MetricPanel
+from tui.replay import ReplayScreen
+from tui.table import RowTable
+
+
+def _rows(app) -> list:
+    return app.screen.query_one(RowTable).items
+
+
+def test_replay_filters_sorts_and_searches(data):
+    app = make_app(data / "run_a")
+
+    async def script(pilot):
+        await settle(pilot)
+        assert isinstance(app.screen, ReplayScreen)
+        text = screen_text(app)
+        assert "16 episodes · 9 failed · 16 shown" in text
+        assert "multi_turn_long_context_100" in text and "instance_state_mismatch" in text
+        await pilot.press("x")  # failed only
+        assert len(_rows(app)) == 9 and all(s.failed for s in _rows(app))
+        assert "failed only on" in screen_text(app)
+        await pilot.press("c")  # first category: base
+        assert {s.category for s in _rows(app)} == {"base"} and len(_rows(app)) == 2
+        await pilot.press("c", "c", "c", "c")  # back to all categories
+        assert len(_rows(app)) == 9
+        await pilot.press("e")  # first error type in sorted order
+        assert {s.error_type for s in _rows(app)} == {"multi_turn:empty_turn_model_response"}
+        await pilot.press("e", "e", "e", "e", "x")  # no error filter, no failed filter
+        assert len(_rows(app)) == 16
+        await pilot.press("s", "s", "s", "s")  # sort by reward (file order, task id, category, seed, reward)
+        assert [s.reward for s in _rows(app)] == sorted(s.reward for s in _rows(app))
+        assert "sort reward ↑" in screen_text(app)
+        await pilot.press("d")
+        assert _rows(app)[0].reward == 1.0
+        await pilot.press("slash", *"document_old", "enter")
+        await settle(pilot)
+        (hit,) = _rows(app)
+        assert (hit.task_id, hit.seed) == ("multi_turn_base_0", 1)
+        assert "1 shown" in screen_text(app)
+
+    drive(app, script)
+
+
+def test_replay_opens_an_episode_and_steps_through_it(data):
+    app = make_app(data / "run_a")
+
+    async def script(pilot):
+        await settle(pilot)
+        await pilot.press("slash", *"document_old", "enter")
+        await settle(pilot)
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, EpisodeScreen)
+        assert screen.cursor == 7  # opens on the whole transcript
+        text = screen_text(app)
+        assert "run_a/episodes.jsonl · line 10" in text and "step 8/8" in text and "■ episode failed" in text
+        await pilot.press("home")
+        text = screen_text(app)
+        assert "multi_turn_base_0  category base  seed 1  reward 0" in text
+        assert "step 1/8 · turn 0" in text and "step 1 · assistant" in text and "step 2 · assistant" not in text
+        assert "Move 'final_report.pdf'" in text and 'cd(folder="document_old")' in text
+        assert "▸ reasoning (70 chars, r to unfold)" in text
+        await pilot.press("n")
+        assert screen.cursor == 1 and "step 2/8" in screen_text(app)
+        await pilot.press("p", "p")
+        assert screen.cursor == 0
+        await pilot.press("f")  # first failing turn: its last step, then the verdict with the state diff
+        assert screen.cursor == 1
+        text = screen_text(app)
+        assert "✗ turn 0 · multi_turn:instance_state_mismatch" in text
+        assert "GorillaFileSystem.root.contents.document.contents.temp" in text and "ground truth:" in text
+        assert "turn 1 · user" not in text
+        await pilot.press("r")
+        text = screen_text(app)
+        assert "▾ reasoning" in text and "The user wants turn 1" in text and "reasoning shown" in text
+        await pilot.press("escape")
+        assert isinstance(app.screen, ReplayScreen)
+
+    drive(app, script)
+
+
+def test_playback_advances_at_the_chosen_speed(data):
+    app = make_app(data / "run_a")
+
+    async def script(pilot):
+        await settle(pilot)
+        await pilot.press("down", "down", "enter")  # multi_turn_base_0 seed 0: 8 steps, valid
+        screen = app.screen
+        assert isinstance(screen, EpisodeScreen) and len(screen.frames) == 8
+        await pilot.press("plus", "plus")  # 8 steps/s
+        assert "speed 8 steps/s" in screen_text(app)
+        await pilot.press("space")  # at the end: restarts from the first step
+        assert screen.playing and screen.cursor <= 2
+        await pilot.pause(0.3)
+        assert 0 < screen.cursor < 7
+        await pilot.pause(1.2)
+        assert screen.cursor == 7 and not screen.playing
+        assert "■ episode valid" in screen_text(app)
+        await pilot.press("space")
+        await pilot.pause(0.3)
+        await pilot.press("space")  # pause
+        stopped = screen.cursor
+        await pilot.pause(0.3)
+        assert screen.cursor == stopped and not screen.playing
+
+    drive(app, script)
+
+
+def test_long_results_fold_and_unfold(data):
+    app = make_app(data / "run_a")
+
+    async def script(pilot):
+        await settle(pilot)
+        await pilot.press("slash", *"long_context_100", "enter")
+        await settle(pilot)
+        seed0 = next(i for i, s in enumerate(_rows(app)) if s.seed == 0)
+        app.screen.query_one(RowTable).cursor = seed0
+        await pilot.press("enter", "home")
+        assert "chars, o to unfold)" in screen_text(app)
+        await pilot.press("o")
+        text = screen_text(app)
+        assert "o to unfold" not in text and "long results shown" in text
+
+    drive(app, script, size=(120, 80))
+
+
+def test_damaged_file_is_read_with_its_bad_lines_counted(data):
+    app = make_app(data / "damaged" / "episodes.jsonl")
+
+    async def script(pilot):
+        await settle(pilot)
+        text = screen_text(app)
+        assert "6 episodes" in text and "1 corrupt line skipped, torn last line skipped" in text
+
+    drive(app, script)
+
+
+def test_empty_episodes_file_in_a_run_folder(tmp_path):
+    (tmp_path / "episodes.jsonl").write_text("")
+    app = make_app(tmp_path)
+
+    async def script(pilot):
+        await settle(pilot)
+        assert f"no episodes in {tmp_path.name}/episodes.jsonl (the file is empty)" in screen_text(app)
+
+    drive(app, script)
+
+
+def test_live_view_follows_a_growing_metrics_file(tmp_path, data):
+    lines = (data / "train_run" / "metrics.jsonl").read_text().splitlines(keepends=True)
+    episodes = (data / "train_run" / "episodes.jsonl").read_text().splitlines(keepends=True)
+    (tmp_path / "metrics.jsonl").write_text("".join(lines[:4]))
+    (tmp_path / "episodes.jsonl").write_text("".join(episodes[:3]))
+    app = make_app(tmp_path, poll_s=0.05)
+
+    def panel(title):
+        return next(p for p in app.screen.query(MetricPanel) if p.spec.title == title)
+
+    async def script(pilot):
+        await wait_for(pilot, lambda: len(app.screen.metrics.rows) == 4 and len(app.screen.store.summaries) == 3)
+        assert isinstance(app.screen, LiveScreen)
+        text = screen_text(app)
+        assert "step 4 · epoch 0 · 4 rows · 3 rollouts" in text
+        before = panel("reward").render().plain
+        assert f"{json.loads(lines[3])['rollout/reward_mean']:.3g}" in before
+        with (tmp_path / "metrics.jsonl").open("a") as f:
+            f.write("".join(lines[4:12]) + '{"step": 13, "rollout/rew')
+        with (tmp_path / "episodes.jsonl").open("a") as f:
+            f.write("".join(episodes[3:5]))
+        await wait_for(pilot, lambda: len(app.screen.metrics.rows) == 12 and len(app.screen.store.summaries) == 5)
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "step 12 · epoch 2 · 12 rows · 5 rollouts" in text
+        assert "metrics: torn last line skipped" in text
+        after = panel("reward").render().plain
+        assert after != before and f"{json.loads(lines[11])['rollout/reward_mean']:.3g}" in after
+        assert "steps 1–12" in after
+        assert "%" in panel("time split (s)").render().plain
+        newest = json.loads(episodes[4])
+        assert _rows(app)[0].task_id == newest["task_id"]
+        assert app.screen.query_one(RowTable).cursor == 2  # the cursor stayed on the rollout it was on
+        await pilot.press("home", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, EpisodeScreen) and app.screen.record == newest
+        await pilot.press("escape")
+        assert isinstance(app.screen, LiveScreen)
+
+    drive(app, script)
+
+
+def test_compare_view_shows_differences_and_opens_episodes(data):
+    app = make_app(data / "run_a", data / "run_b")
+
+    async def script(pilot):
+        await settle(pilot)
+        text = screen_text(app)
+        assert "the protocol cards differ in system_prompt, system_prompt_sha256, tool_format" in text
+        assert "≠ tool_format" in text and "python" in text and "json" in text
+        assert "overall" in text and "43.8" in text and "62.5" in text and "+18.8" in text
+        assert "2 of 8 shared tasks disagree" in text
+        rows = _rows(app)
+        assert [d.task_id for d in rows] == ["multi_turn_miss_param_0", "multi_turn_miss_param_100"]
+        await pilot.press("down", "b")  # miss_param_100: B solved it
+        assert isinstance(app.screen, EpisodeScreen)
+        assert app.screen.record["task_id"] == "multi_turn_miss_param_100" and app.screen.record["reward"] == 1.0
+        assert app.screen.record["protocol"]["tool_format"] == "json"
+        await pilot.press("escape", "enter")  # Enter opens A's (failed) episode
+        assert app.screen.record["task_id"] == "multi_turn_miss_param_100" and app.screen.record["reward"] == 0.0
+
+    drive(app, script)
+
+
+def test_main_reports_bad_paths(tmp_path, capsys):
+    assert main([str(tmp_path / "nope")]) == 2
+    assert "tooluse-tui:" in capsys.readouterr().err
+    (tmp_path / "episodes.jsonl").write_text("")
+    assert main([str(tmp_path / "episodes.jsonl")]) == 2
+    assert "the file is empty" in capsys.readouterr().err
+
+
+def test_run_folder_copy_replays_like_the_file(tmp_path, data):
+    shutil.copy(data / "run_a" / "episodes.jsonl", tmp_path / "episodes.jsonl")
+    app = make_app(tmp_path / "episodes.jsonl")
+
+    async def script(pilot):
+        await settle(pilot)
+        assert len(_rows(app)) == 16
+
+    drive(app, script)

@@ -1,0 +1,220 @@
+"""The TUI's file readers, path resolution, comparison and formatting (no app running)."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from agents.evaluate import compare_runs
+from tui import plots, transcript
+from tui.data import EpisodeFilter, EpisodeStore, EpisodeSummary, JsonlFile, MetricsLog, select
+from tui.runs import TargetError, compare, load_results, resolve
+
+
+def _records(path):
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_jsonl_file_indexes_lines_and_skips_bad_ones(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'{"a": 1}\n\n{"a": 2\n[1, 2]\n{"a": 3}\n{"a": 4')
+    f = JsonlFile(path)
+    assert list(f.refresh()) == [0, 1, 2, 3]  # the blank line is not a line; the torn tail is not indexed
+    assert [f.read(i) for i in range(4)] == [{"a": 1}, None, None, {"a": 3}]
+    assert f.health.corrupt_lines == 2 and f.health.torn_last_line
+    assert f.health.describe() == "2 corrupt lines skipped, torn last line skipped"
+    with path.open("ab") as out:  # the writer finishes the torn line and adds one
+        out.write(b'}\n{"a": 5}\n')
+    assert list(f.refresh()) == [4, 5]
+    assert [f.read(4), f.read(5)] == [{"a": 4}, {"a": 5}]
+    assert not f.health.torn_last_line
+
+
+def test_jsonl_file_takes_a_whole_last_object_without_newline(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": 2}')
+    f = JsonlFile(path)
+    assert len(f.refresh()) == 2 and f.read(1) == {"a": 2} and not f.health.torn_last_line
+    path.write_bytes(b'{"a": 1}\n{"a": 2}\n{"a": 3}\n')
+    assert list(f.refresh()) == [2] and f.read(2) == {"a": 3}
+
+
+def test_jsonl_file_that_does_not_exist_yet(tmp_path):
+    f = JsonlFile(tmp_path / "later.jsonl")
+    assert len(f.refresh()) == 0 and len(f) == 0
+    (tmp_path / "later.jsonl").write_text('{"a": 1}\n')
+    assert len(f.refresh()) == 1
+
+
+def test_store_summaries_match_the_records(data):
+    store = EpisodeStore(data / "run_a" / "episodes.jsonl")
+    batches = list(store.scan(batch=5))
+    assert [len(b) for b in batches] == [5, 5, 5, 1]
+    records = _records(data / "run_a" / "episodes.jsonl")
+    assert len(store.summaries) == len(records) == 16
+    for s, r in zip(store.summaries, records, strict=True):
+        assert (s.task_id, s.category, s.seed, s.reward) == (r["task_id"], r["category"], r["seed"], r["reward"])
+        assert s.steps == sum(len(t["steps"]) for t in r["turns"])
+        assert s.tokens == r["tokens"]["prompt"] + r["tokens"]["completion"]
+        expected = (r["error"] or {}).get("type") or (r["checker"] or {}).get("error_type")
+        assert s.error_type == expected
+        assert store.record(s.line) == r
+    assert {s.error_type for s in store.summaries} >= {
+        "timeout",
+        "multi_turn:instance_state_mismatch",
+        "multi_turn:empty_turn_model_response",
+    }
+
+
+def test_store_counts_the_damaged_lines(data):
+    store = EpisodeStore(data / "damaged" / "episodes.jsonl")
+    list(store.scan())
+    assert len(store.summaries) == 6
+    assert store.health.corrupt_lines == 1 and store.health.torn_last_line
+
+
+def test_filter_sort_and_search(data):
+    store = EpisodeStore(data / "run_a" / "episodes.jsonl")
+    list(store.scan())
+    rows = store.summaries
+    failed = select(rows, EpisodeFilter(failed_only=True))
+    assert failed and all(s.reward < 1 for s in failed) and len(failed) == sum(s.reward < 1 for s in rows)
+    base = select(rows, EpisodeFilter(category="base"), sort="seed", reverse=True)
+    assert {s.category for s in base} == {"base"}
+    assert [s.seed for s in base] == sorted((s.seed for s in base), reverse=True)
+    by_task = select(rows, EpisodeFilter(), sort="task id")
+    ids = [s.task_id for s in by_task]
+    assert ids.index("multi_turn_base_0") < ids.index("multi_turn_base_100")  # natural order of the numbers
+    hits = store.search("DOCUMENT_OLD", [s.line for s in rows])  # the bent argument of one episode
+    assert len(hits) == 1
+    (hit,) = select(rows, EpisodeFilter(lines=frozenset(hits)))
+    assert (hit.task_id, hit.seed) == ("multi_turn_base_0", 1)
+
+
+def test_summary_of_something_else_is_none():
+    assert EpisodeSummary.of({"step": 3}, 0) is None
+    assert EpisodeSummary.of({"task_id": "t", "reward": "x"}, 0) is None
+
+
+def test_metrics_log_follows_appends(tmp_path, data):
+    path = tmp_path / "metrics.jsonl"
+    lines = (data / "train_run" / "metrics.jsonl").read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:3]))
+    log = MetricsLog(path)
+    assert log.poll() == 3
+    with path.open("a") as f:
+        f.write("".join(lines[3:5]) + '{"step": 6, "rollout/rew')
+    assert log.poll() == 2 and log.health.torn_last_line
+    series = log.series("rollout/reward_mean")
+    assert [step for step, _ in series] == [1, 2, 3, 4, 5]
+    assert series[-1][1] == json.loads(lines[4])["rollout/reward_mean"]
+    assert log.series("eval/heldout_reward") == [(4.0, json.loads(lines[3])["eval/heldout_reward"])]
+    assert log.series("missing/key") == []
+
+
+def test_resolve_modes_and_errors(tmp_path, data):
+    assert resolve([data / "run_a"]).mode == "replay"
+    assert resolve([data / "run_a" / "episodes.jsonl"]).mode == "replay"
+    live = resolve([data / "train_run"])
+    assert live.mode == "live" and live.metrics == data / "train_run" / "metrics.jsonl"
+    assert resolve([data / "train_run" / "metrics.jsonl"]).mode == "live"
+    renamed = tmp_path / "m.jsonl"
+    shutil.copy(data / "train_run" / "metrics.jsonl", renamed)
+    assert resolve([renamed]).mode == "live"  # recognised by its first record
+    assert resolve([data / "run_a", data / "run_b"]).mode == "compare"
+    (tmp_path / "empty.jsonl").write_text("")
+    (tmp_path / "nothing").mkdir()
+    for paths, message in [
+        ([tmp_path / "missing"], "no such file or folder"),
+        ([tmp_path / "empty.jsonl"], "the file is empty"),
+        ([tmp_path / "nothing"], "neither episodes.jsonl nor metrics.jsonl"),
+        ([], "give a run folder"),
+        ([""], "the path is empty"),
+        ([data / "run_a", tmp_path / "nothing"], "to compare, give two run folders"),
+    ]:
+        with pytest.raises(TargetError, match=message):
+            resolve(paths)
+
+
+def test_compare_agrees_with_the_eval_harness(data):
+    runs = (data / "run_a", data / "run_b")
+    stores = [EpisodeStore(r / "episodes.jsonl") for r in runs]
+    for s in stores:
+        list(s.scan())
+    results = tuple(load_results(r, s.summaries, s) for r, s in zip(runs, stores, strict=True))
+    c = compare(("run_a", "run_b"), results, (stores[0].summaries, stores[1].summaries))
+    _, reference = compare_runs(*runs)  # the harness's own `tooluse-eval compare`
+    assert [(d.task_id, d.a, d.b) for d in c.disagreements] == [
+        (d["task_id"], d["a"], d["b"]) for d in reference["disagreements"]
+    ]
+    by_name = {r.category: r for r in c.categories}
+    for row in reference["categories"]:
+        mine = by_name[row["category"]]
+        assert mine.a == row["a"] and mine.b == row["b"] and mine.diff == pytest.approx(row["diff"])
+    assert {r.key for r in c.card if r.differs} == set(reference["protocol_differences"])
+
+
+def test_results_computed_from_episodes_when_results_json_is_missing(tmp_path, data):
+    shutil.copy(data / "run_a" / "episodes.jsonl", tmp_path / "episodes.jsonl")
+    store = EpisodeStore(tmp_path / "episodes.jsonl")
+    list(store.scan())
+    computed = load_results(tmp_path, store.summaries, store)
+    written = json.loads((data / "run_a" / "results.json").read_text())
+    assert computed["summary"]["categories"] == written["summary"]["categories"]
+    assert computed["protocol"]["system_prompt"] == written["protocol"]["system_prompt"]
+
+
+def test_transcript_frames_failures_and_folds(data):
+    records = _records(data / "run_a" / "episodes.jsonl")
+    bent = next(r for r in records if r["task_id"] == "multi_turn_base_0" and r["seed"] == 1)
+    frames = transcript.frames(bent)
+    assert len(frames) == 8 and frames[0].first_in_turn and frames[1].last_in_turn
+    assert transcript.first_failing_frame(bent) == 1  # turn 0 fails; its verdict follows step 1
+    passed = next(r for r in records if r["reward"] == 1.0)
+    assert transcript.first_failing_frame(passed) is None
+    reasoning, answer = transcript.split_reasoning(frames[0].step["assistant"])
+    assert reasoning.startswith("The user wants") and answer.startswith("[cd(")
+    folded = transcript.step_text(frames[0], show_reasoning=False, show_full=False).plain
+    assert "▸ reasoning" in folded and "The user wants" not in folded and 'cd(folder="document_old")' in folded
+    shown = transcript.step_text(frames[0], show_reasoning=True, show_full=False).plain
+    assert "The user wants" in shown
+    verdict = transcript.verdict_text(bent["turns"][0]).plain
+    assert "instance_state_mismatch" in verdict
+    paths = [p for p, _, _ in transcript.diff_rows(bent["turns"][0]["verdict"]["state_diff"])]
+    assert "GorillaFileSystem.root.contents.document.contents.temp" in paths
+    long = "x" * (transcript.FOLD_CHARS + 10)
+    assert transcript.fold(long, False).endswith("(+10 chars, o to unfold)") and transcript.fold(long, True) == long
+
+
+def test_transcript_of_an_episode_without_steps(data):
+    records = _records(data / "run_a" / "episodes.jsonl")
+    timed_out = next(r for r in records if r["error"] and not r["turns"])
+    assert transcript.frames(timed_out) == []
+    assert "agent error timeout" in transcript.ending_text(timed_out).plain
+
+
+def test_plots_doctests():
+    assert doctest.testmod(plots).failed == 0
+
+
+def test_plots_scale_and_width():
+    assert plots.sparkline([5, 5, 5], 5) == "▁▁▁  "
+    assert plots.sparkline(range(100), 10) == plots.sparkline(range(90, 100), 10)
+    assert plots.sparkline([0.5], 1, lo=0, hi=1) == "▅"
+    assert sum(plots.split_bar([20.0, 35.0, 0.4], 30)) == 30
+    assert plots.split_bar([0.0, 0.0], 10) == [0, 0]
+
+
+def test_the_tui_imports_no_model_env_or_agent_backend():
+    code = (
+        "import sys, tui.app, tui.data, tui.runs\n"
+        "heavy = ['torch', 'vllm', 'transformers', 'gymnasium', 'tooluse_gym', 'agents.base', 'agents.episode']\n"
+        "print([m for m in heavy if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
