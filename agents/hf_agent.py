@@ -41,8 +41,14 @@ class HFAgent:
 
     name = "hf"
 
-    def __init__(self, config: HFAgentConfig | None = None):
+    def __init__(self, config: HFAgentConfig | None = None, *, model: Any = None, tokenizer: Any = None):
+        """Load the configured model, or use an already-loaded `model` and `tokenizer` (both or neither).
+
+        A trainer passes its own model so that rollouts always use the current weights, with no copy.
+        """
         self.config = config or HFAgentConfig()
+        if (model is None) != (tokenizer is None):
+            raise ValueError("pass both model and tokenizer, or neither")
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -53,6 +59,9 @@ class HFAgent:
         if self.config.threads:
             torch.set_num_threads(self.config.threads)
         self._torch = torch
+        if model is not None:
+            self._adopt(model, tokenizer)
+            return
         path = resolve_model(self.config.model)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.tokenizer.padding_side = "left"
@@ -65,6 +74,14 @@ class HFAgent:
         self.model.eval()
         self.device = device
         self.max_context = self.config.max_context or int(getattr(self.model.config, "max_position_embeddings", 4096))
+
+    def _adopt(self, model: Any, tokenizer: Any) -> None:
+        self.model, self.tokenizer = model, tokenizer
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.device = str(next(model.parameters()).device)
+        self.max_context = self.config.max_context or int(getattr(model.config, "max_position_embeddings", 4096))
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, **asdict(self.config), "device": self.device}

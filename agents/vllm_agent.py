@@ -27,6 +27,13 @@ class VLLMAgentConfig:
             vLLM 0.32 fails with per-request seeds once a prompt is split ("CPU Generator does
             not use offset"); with it off, a whole prompt is prefilled in one step.
         prefix_caching: Reuse the KV cache of shared prompt prefixes (a task's later steps and seeds).
+        warm_prefixes: Before a batch whose prompts share system messages, prefill one prompt per
+            distinct system message (one token generated): requests scheduled together do not
+            share their prefill, so without this a batch of 32 prompts that share one system prompt
+            computes it 32 times. Needs `prefix_caching`.
+        in_process: Run the engine in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``): it starts
+            faster and a trainer can push new weights into it directly (`agents.grpo.weight_sync`).
+            Set before the first engine of the process is built.
     """
 
     model: str = "smollm2-135m"
@@ -37,6 +44,8 @@ class VLLMAgentConfig:
     gpu_memory_utilization: float = 0.85
     chunked_prefill: bool = False
     prefix_caching: bool = True
+    warm_prefixes: bool = True
+    in_process: bool = False
 
 
 class VLLMAgent:
@@ -59,6 +68,8 @@ class VLLMAgent:
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(self.config.cpu_kv_cache_gib))
             os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", f"0-{max(os.cpu_count() or 1, 1) - 1}")
         os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+        if self.config.in_process:
+            os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         try:
             from vllm import LLM, SamplingParams
         except ImportError as e:
@@ -108,11 +119,25 @@ class VLLMAgent:
             index.append(i)
         if prompts:
             start = time.perf_counter()
+            self._warm(prompts, [requests[i] for i in index])
             results = self.llm.generate(prompts, params, use_tqdm=False)
             latency = (time.perf_counter() - start) / len(prompts)
             for i, result in zip(index, results, strict=True):
                 out[i] = _generation(result, latency)
         return [g for g in out if g is not None]
+
+    def _warm(self, prompts: list[dict[str, Any]], requests: Sequence[AgentRequest]) -> None:
+        """Prefill one prompt per distinct system message when several prompts share one."""
+        if not (self.config.warm_prefixes and self.config.prefix_caching) or len(prompts) < 2:
+            return
+        first: dict[str, dict[str, Any]] = {}
+        for prompt, request in zip(prompts, requests, strict=True):
+            messages = request.observation.get("messages") or [{}]
+            key = messages[0].get("content") if messages[0].get("role") == "system" else None
+            first.setdefault(key if isinstance(key, str) else str(id(prompt)), prompt)
+        if len(first) < len(prompts):
+            warm = self._sampling_params(temperature=0.0, max_tokens=1)
+            self.llm.generate(list(first.values()), [warm] * len(first), use_tqdm=False)
 
     def close(self) -> None:
         self.llm = None

@@ -16,8 +16,9 @@ def _t(values):
 
 def test_unclipped_tokens():
     # ratio 0.5/0.4 = 1.25 (inside [0.8, 1.28]) with A=+1 -> -1.25; ratio 1 with A=-2 -> +2
-    losses, clipped = clipped_token_losses(_t([math.log(0.5), math.log(0.6)]), _t([math.log(0.4), math.log(0.6)]),
-                                           _t([1.0, -2.0]))
+    losses, clipped = clipped_token_losses(
+        _t([math.log(0.5), math.log(0.6)]), _t([math.log(0.4), math.log(0.6)]), _t([1.0, -2.0])
+    )
     assert losses.tolist() == pytest.approx([-1.25, 2.0])
     assert clipped.tolist() == [False, False]
 
@@ -56,8 +57,16 @@ def test_token_level_aggregation_over_micro_batches():
 
 def test_kl_and_entropy_terms_enter_the_loss():
     lp = _t([math.log(0.5)])
-    terms = loss_terms(lp, lp, _t([0.0]), normalizer=1, ref_logprobs=_t([math.log(0.25)]), kl_coef=0.1,
-                       entropy=_t([2.0]), entropy_coef=0.01)
+    terms = loss_terms(
+        lp,
+        lp,
+        _t([0.0]),
+        normalizer=1,
+        ref_logprobs=_t([math.log(0.25)]),
+        kl_coef=0.1,
+        entropy=_t([2.0]),
+        entropy_coef=0.01,
+    )
     assert terms.loss.item() == pytest.approx(0.1 * (0.5 + math.log(2) - 1) - 0.01 * 2.0)
     assert describe([terms])["loss/entropy"] == pytest.approx(2.0)
     with pytest.raises(ValueError):

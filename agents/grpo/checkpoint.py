@@ -1,0 +1,76 @@
+"""Checkpoints: trainable weights, optimizer, filter and trainer state, RNG states, step.
+
+A checkpoint is a folder ``checkpoints/step_000042`` holding ``policy.pt``,
+``optimizer.pt``, ``rng.pt`` and ``state.json``; it is written under a temporary name and
+renamed when complete, so a run killed mid-save leaves the previous checkpoint intact.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+PREFIX = "step_"
+
+
+def rng_state() -> dict[str, Any]:
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_checkpoint(
+    folder: Path, step: int, weights: dict[str, torch.Tensor], optimizer: Any, state: dict[str, Any], keep: int
+) -> Path:
+    """Write the checkpoint of `step` and delete all but the newest `keep`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    final = folder / f"{PREFIX}{step:06d}"
+    tmp = folder / f".tmp-{PREFIX}{step:06d}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    torch.save(weights, tmp / "policy.pt")
+    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+    torch.save(rng_state(), tmp / "rng.pt")
+    (tmp / "state.json").write_text(json.dumps({**state, "step": step}, indent=1), encoding="utf-8")
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+    for old in list_checkpoints(folder)[:-keep] if keep > 0 else []:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def list_checkpoints(folder: Path) -> list[Path]:
+    """Complete checkpoints, oldest first."""
+    if not folder.is_dir():
+        return []
+    found = [p for p in folder.iterdir() if p.is_dir() and p.name.startswith(PREFIX) and (p / "state.json").is_file()]
+    return sorted(found, key=lambda p: int(p.name[len(PREFIX) :]))
+
+
+def latest_checkpoint(folder: Path) -> Path | None:
+    found = list_checkpoints(folder)
+    return found[-1] if found else None
+
+
+def load_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Weights, optimizer state, trainer state and RNG state of a checkpoint folder."""
+    weights = torch.load(path / "policy.pt", map_location="cpu", weights_only=True)
+    optimizer = torch.load(path / "optimizer.pt", map_location="cpu", weights_only=True)
+    rng = torch.load(path / "rng.pt", map_location="cpu", weights_only=False)
+    state = json.loads((path / "state.json").read_text(encoding="utf-8"))
+    return weights, optimizer, state, rng

@@ -1,0 +1,206 @@
+"""The training run's configuration: one dataclass per component, loaded from YAML with overrides.
+
+    seed: 0
+    run_dir: runs/grpo-smoke
+    tasks: {source: bfcl, category: base, limit: 4}
+    grpo: {mode: next_turn, group_size: 8, update_size: 4}
+    update: {lr: 1.0e-5}
+
+Overrides are ``dotted.key=value`` strings whose value is read as YAML
+(``grpo.group_size=4``, ``filter.enabled=false``, ``heldout=null``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agents.grpo.filtering import FilterConfig
+from agents.grpo.policy import PolicyConfig
+from agents.grpo.tasks import MODES, ProtocolConfig, TaskSource
+from agents.grpo.update import UpdateConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class GRPOConfig:
+    """Groups, advantages and sub-sampling.
+
+    Attributes:
+        mode: ``next_turn`` (the paper's: a ground-truth prefix, the model plays the next turn,
+            reward = that turn passes) or ``episode`` (the model plays every turn; terminal reward).
+        group_size: Rollouts generated per prompt (n; paper: 8, 16 in its efficient multi-turn run).
+        update_size: Rollouts per group used in the update (m <= n), chosen by maximum reward
+            variance; None means all n (vanilla GRPO).
+        normalize_over: ``group`` (advantages from all n rewards) or ``kept`` (from the m kept).
+        prompts_per_step: Prompts (groups) per training step.
+    """
+
+    mode: str = "next_turn"
+    group_size: int = 8
+    update_size: int | None = None
+    normalize_over: str = "group"
+    prompts_per_step: int = 8
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.group_size < 1 or self.prompts_per_step < 1:
+            raise ValueError("group_size and prompts_per_step must be >= 1")
+        if self.update_size is not None and not 1 <= self.update_size <= self.group_size:
+            raise ValueError(f"update_size must be in [1, group_size={self.group_size}], got {self.update_size}")
+        if self.normalize_over not in ("group", "kept"):
+            raise ValueError(f"normalize_over must be 'group' or 'kept', got {self.normalize_over!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RolloutConfig:
+    """How rollouts are generated.
+
+    Attributes:
+        engine: ``hf`` (generate with the trained model itself, in-process: no weight sync) or
+            ``vllm`` (a vLLM engine in this process; weights pushed after every update).
+        num_envs: Episodes played at once (the largest generation batch).
+        temperature, top_p, max_tokens: Sampling (the loss uses the same temperature).
+        vllm_dtype: Engine dtype (``float32`` matches the trainer's log-probs to ~3e-5 and is
+            seed-reproducible on a CPU; ``bfloat16`` is ~2x faster).
+        max_model_len: Engine context length.
+        cpu_kv_cache_gib: Engine KV cache on a CPU.
+        gpu_memory_utilization: Fraction of GPU memory the engine may take (the trainer shares the GPU).
+    """
+
+    engine: str = "hf"
+    num_envs: int = 16
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 256
+    vllm_dtype: str = "float32"
+    max_model_len: int = 4096
+    cpu_kv_cache_gib: int = 2
+    gpu_memory_utilization: float = 0.4
+
+    def __post_init__(self) -> None:
+        if self.engine not in ("hf", "vllm"):
+            raise ValueError(f"engine must be 'hf' or 'vllm', got {self.engine!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalConfig:
+    """Held-out evaluation.
+
+    Attributes:
+        every_steps: Evaluate after every this many steps (None: only at the end).
+        at_start: Also evaluate before the first step (written to eval.jsonl as step 0).
+        temperature: Sampling temperature (0: greedy, one deterministic rollout per prompt).
+        samples: Rollouts per held-out prompt.
+    """
+
+    every_steps: int | None = None
+    at_start: bool = True
+    temperature: float = 0.0
+    samples: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """A whole training run.
+
+    Attributes:
+        seed: Fixes the epoch order, every rollout's sampling and the torch RNG.
+        run_dir: Output folder (config.yaml, metrics.jsonl, episodes.jsonl, eval.jsonl, checkpoints/).
+        epochs: Passes over the prompts (each epoch rolls out the prompts the filter keeps).
+        max_steps: Stop after this many steps (None: after `epochs`).
+        save_every: Checkpoint every this many steps (and always at the end).
+        keep_checkpoints: Checkpoints kept on disk (older ones are deleted).
+        export_final: Save the final model with `save_pretrained` under run_dir/final_model.
+    """
+
+    seed: int = 0
+    run_dir: str = "runs/grpo"
+    epochs: int = 1
+    max_steps: int | None = None
+    save_every: int = 10
+    keep_checkpoints: int = 2
+    export_final: bool = True
+    tasks: TaskSource = field(default_factory=TaskSource)
+    heldout: TaskSource | None = None
+    protocol: ProtocolConfig = field(default_factory=ProtocolConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    grpo: GRPOConfig = field(default_factory=GRPOConfig)
+    update: UpdateConfig = field(default_factory=UpdateConfig)
+    filter: FilterConfig = field(default_factory=FilterConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(dataclasses.asdict(self))
+
+
+def from_dict(cls: type, data: Mapping[str, Any] | None) -> Any:
+    """Build a (nested) config dataclass from plain data; unknown keys are an error."""
+    if data is None:
+        return None
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{cls.__name__} expects a mapping, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} keys: {unknown}; known: {sorted(names)}")
+    return cls(**{k: _convert(hints[k], v) for k, v in data.items()})
+
+
+def _convert(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _convert(options[0], value) if len(options) == 1 else value
+    if dataclasses.is_dataclass(hint):
+        return from_dict(hint, value)
+    if origin is tuple and isinstance(value, Sequence) and not isinstance(value, str):
+        return tuple(value)
+    if hint is float and isinstance(value, (int, str)):
+        return float(value)  # YAML reads 1e-5 (no dot) as a string
+    return value
+
+
+def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """Set ``dotted.key=value`` overrides (values parsed as YAML) in a nested dict."""
+    for item in overrides:
+        if "=" not in item:
+            raise ValueError(f"override {item!r} is not of the form key=value")
+        key, raw = item.split("=", 1)
+        node = data
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        node[parts[-1]] = yaml.safe_load(raw)
+    return data
+
+
+def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> TrainConfig:
+    """Read a YAML config and apply overrides."""
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) if path is not None else {}
+    return from_dict(TrainConfig, apply_overrides(dict(data or {}), overrides))
+
+
+def dump_config(config: TrainConfig) -> str:
+    return yaml.safe_dump(config.to_dict(), sort_keys=False)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

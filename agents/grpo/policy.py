@@ -1,0 +1,192 @@
+"""The policy: an HF causal LM (full fine-tuning, or LoRA through peft) and its per-token log-probs.
+
+Log-probs are computed only at generated positions: the decoder runs over the whole
+sequence, but the vocabulary projection runs only on the hidden states that predict a
+completion token, in chunks under activation checkpointing, so the (tokens x vocab) logits
+are never all kept for the backward pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils.checkpoint import checkpoint
+
+from agents.grpo.batch import TokenBatch
+
+LOGIT_CHUNK = 1024
+"""Completion positions per vocabulary-projection chunk."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoraSettings:
+    """LoRA adapters (peft) instead of full fine-tuning.
+
+    Attributes:
+        r: Rank.
+        alpha: Scale numerator (the update is scaled by alpha / r).
+        dropout: Adapter dropout.
+        target_modules: Linear layers that get adapters.
+    """
+
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.0
+    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolicyConfig:
+    """The trained model.
+
+    Attributes:
+        model: A local folder, a cached hub id, or ``smollm2-135m``.
+        dtype: Dtype of the trained (master) weights. ``float32`` is exact and reproducible;
+            with lr ~1e-6 bf16 weights would round most updates away.
+        autocast: Compute dtype for forward/backward (``bfloat16``: ~1.7x faster on AMX CPUs and on GPUs), or None.
+        device: ``cpu``, ``cuda`` or ``auto``.
+        gradient_checkpointing: Recompute activations in the backward pass (much less memory, on this
+            CPU no slower).
+        lora: LoRA settings, or None for full fine-tuning.
+        threads: torch CPU threads (None: torch's choice).
+    """
+
+    model: str = "smollm2-135m"
+    dtype: str = "float32"
+    autocast: str | None = None
+    device: str = "cpu"
+    gradient_checkpointing: bool = True
+    lora: LoraSettings | None = None
+    threads: int | None = None
+
+
+@dataclass
+class Policy:
+    """A loaded model and tokenizer; `base` is the HF model (inside the peft wrapper when LoRA is on)."""
+
+    config: PolicyConfig
+    model: Any
+    tokenizer: Any
+    device: str
+    path: str
+    base: Any = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.base = self.model.get_base_model() if self.config.lora is not None else self.model
+
+    @classmethod
+    def load(cls, config: PolicyConfig) -> Policy:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from tooluse_gym.models import resolve_model
+
+        if config.threads:
+            torch.set_num_threads(config.threads)
+        device = config.device
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        path = resolve_model(config.model)
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, config.dtype)).to(device)
+        if config.gradient_checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if config.lora is not None:
+            from peft import LoraConfig, get_peft_model
+
+            lora = config.lora
+            model = get_peft_model(
+                model,
+                LoraConfig(
+                    r=lora.r,
+                    lora_alpha=lora.alpha,
+                    lora_dropout=lora.dropout,
+                    target_modules=list(lora.target_modules),
+                    task_type="CAUSAL_LM",
+                ),
+            )
+        model.eval()
+        return cls(config, model, tokenizer, device, path)
+
+    def trainable(self) -> list[torch.nn.Parameter]:
+        return [p for p in self.model.parameters() if p.requires_grad]
+
+    def trainable_state(self) -> dict[str, torch.Tensor]:
+        """The trainable tensors by name (what a checkpoint must hold to restore the policy)."""
+        return {n: p.detach().clone() for n, p in self.model.named_parameters() if p.requires_grad}
+
+    def load_trainable_state(self, state: dict[str, torch.Tensor]) -> None:
+        params = dict(self.model.named_parameters())
+        expected = {n for n, p in params.items() if p.requires_grad}
+        if set(state) != expected:
+            missing, extra = sorted(expected - set(state))[:3], sorted(set(state) - expected)[:3]
+            raise ValueError(f"checkpoint does not match the model (missing {missing}, unexpected {extra})")
+        with torch.no_grad():
+            for name, tensor in state.items():
+                params[name].copy_(tensor)
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        if self.config.autocast is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.split(":")[0], dtype=getattr(torch, self.config.autocast))
+
+    def token_logprobs(
+        self, batch: TokenBatch, temperature: float = 1.0, with_entropy: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Log-probs (and entropies) of the generated tokens, flat in ``loss_mask[:, 1:]`` order.
+
+        Logits are divided by the sampling temperature, so the ratio compares the same
+        distributions the rollouts were drawn from.
+        """
+        ids = batch.input_ids.to(self.device)
+        attention = batch.attention_mask.to(self.device)
+        where = batch.loss_mask[:, 1:].bool().to(self.device)
+        with self.autocast():
+            decoder = getattr(self.base, self.base.base_model_prefix)
+            hidden = decoder(input_ids=ids, attention_mask=attention).last_hidden_state
+            states = hidden[:, :-1][where]
+            targets = ids[:, 1:][where]
+            head = self.base.get_output_embeddings()
+            scale = 1.0 / temperature if temperature > 0 else 1.0
+            logps, entropies = [], []
+            for start in range(0, states.shape[0], LOGIT_CHUNK):
+                h, t = states[start : start + LOGIT_CHUNK], targets[start : start + LOGIT_CHUNK]
+                if torch.is_grad_enabled():
+                    lp, ent = checkpoint(_head_logprobs, head, h, t, scale, with_entropy, use_reentrant=False)
+                else:
+                    lp, ent = _head_logprobs(head, h, t, scale, with_entropy)
+                logps.append(lp)
+                entropies.append(ent)
+        logprobs = torch.cat(logps) if logps else states.new_zeros(0, dtype=torch.float32)
+        entropy = torch.cat(entropies) if with_entropy and entropies else None
+        return logprobs, entropy
+
+    def weights_for_sync(self) -> Iterator[tuple[str, torch.Tensor]]:
+        """HF-named full weights for an inference engine (LoRA deltas merged out of place)."""
+        if self.config.lora is None:
+            for name, p in self.model.named_parameters():
+                yield name, p.detach()
+            return
+        from peft.tuners.lora import LoraLayer
+
+        with torch.no_grad():
+            for name, module in self.base.named_modules():
+                if isinstance(module, LoraLayer):
+                    yield name + ".weight", module.base_layer.weight + module.get_delta_weight("default")
+
+
+def _head_logprobs(
+    head: torch.nn.Module, states: torch.Tensor, targets: torch.Tensor, scale: float, with_entropy: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    logits = head(states).float() * scale
+    norm = torch.logsumexp(logits, dim=-1)
+    logprobs = logits.gather(-1, targets[:, None])[:, 0] - norm
+    if not with_entropy:
+        return logprobs, logprobs.new_zeros(0)
+    entropy = norm - (torch.softmax(logits, dim=-1) * logits).sum(-1)
+    return logprobs, entropy

@@ -1,0 +1,106 @@
+"""The run directory's files: config.yaml, metrics.jsonl, episodes.jsonl, eval.jsonl.
+
+Every line of metrics.jsonl is one training step with all of `METRIC_KEYS` (plus
+``eval/heldout_reward`` on steps where a held-out evaluation ran). episodes.jsonl holds the
+training rollouts in the evaluation harness's record format (`agents.episode`) with one
+extra ``train`` object (step, epoch, member, advantage, used). On resume, lines written after
+the checkpoint's step are dropped, so the files read as if the run had never stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agents.episode import EpisodeWriter, iter_jsonl
+
+METRIC_KEYS = (
+    "step",
+    "epoch",
+    "rollout/reward_mean",
+    "groups/all_correct_frac",
+    "groups/all_wrong_frac",
+    "groups/mixed_frac",
+    "filter/skipped_prompts",
+    "filter/active_prompts",
+    "filter/zero_variance_frac",
+    "subsample/generated",
+    "subsample/used",
+    "time/rollout_s",
+    "time/update_s",
+    "time/sync_s",
+    "perf/tokens_per_s",
+    "loss/policy",
+    "loss/clip_frac",
+)
+EVAL_KEY = "eval/heldout_reward"
+
+
+class RunFiles:
+    """Appends to the run's JSONL files (each line flushed)."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = run_dir
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self.metrics_path = run_dir / "metrics.jsonl"
+        self.episodes_path = run_dir / "episodes.jsonl"
+        self.eval_path = run_dir / "eval.jsonl"
+        self.eval_episodes_path = run_dir / "eval_episodes.jsonl"
+        self.checkpoints = run_dir / "checkpoints"
+        self._episodes: EpisodeWriter | None = None
+        self._eval_episodes: EpisodeWriter | None = None
+
+    def truncate_after(self, step: int) -> None:
+        """Drop every line written for steps after `step` (torn lines included)."""
+        _keep(self.metrics_path, lambda r: r.get("step", 0) <= step)
+        _keep(self.eval_path, lambda r: r.get("step", 0) <= step)
+        _keep(self.episodes_path, lambda r: r.get("train", {}).get("step", 0) <= step)
+        _keep(self.eval_episodes_path, lambda r: r.get("eval_step", 0) <= step)
+
+    def metrics(self, record: Mapping[str, Any]) -> None:
+        missing = [k for k in METRIC_KEYS if k not in record]
+        if missing:
+            raise ValueError(f"metrics record lacks {missing}")
+        _append(self.metrics_path, record)
+
+    def eval(self, record: Mapping[str, Any]) -> None:
+        _append(self.eval_path, record)
+
+    def episode(self, record: Mapping[str, Any]) -> None:
+        if self._episodes is None:
+            self._episodes = EpisodeWriter(self.episodes_path)
+        self._episodes.write(record)
+
+    def eval_episode(self, record: Mapping[str, Any]) -> None:
+        if self._eval_episodes is None:
+            self._eval_episodes = EpisodeWriter(self.eval_episodes_path)
+        self._eval_episodes.write(record)
+
+    def close(self) -> None:
+        for writer in (self._episodes, self._eval_episodes):
+            if writer is not None:
+                writer.close()
+        self._episodes = self._eval_episodes = None
+
+
+def _append(path: Path, record: Mapping[str, Any]) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(record) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _keep(path: Path, keep) -> None:
+    if not path.exists():
+        return
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a torn line from the killed run is expected here
+        kept = [r for r in iter_jsonl(path) if keep(r)]
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), encoding="utf-8")
+    tmp.replace(path)

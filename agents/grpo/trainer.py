@@ -1,0 +1,336 @@
+"""`GRPOTrainer`: epochs of filtered prompts, groups of rollouts, max-variance sub-sampling, updates.
+
+One step: take the next `prompts_per_step` prompts of the epoch's plan, roll out a group of
+n per prompt through the shared rollout loop, compute group advantages, keep m of n per
+group (max variance), update the policy on the kept rollouts' generated tokens, push the
+new weights into the rollout engine (vLLM), log, and checkpoint. At each epoch start the
+pre-rollout filter decides which prompts of the whole dataset are rolled out at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+
+from agents.base import SamplingConfig
+from agents.grpo.advantages import group_advantages, is_zero_variance
+from agents.grpo.batch import Sample
+from agents.grpo.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, set_rng_state
+from agents.grpo.config import GRPOConfig, TrainConfig, dump_config
+from agents.grpo.filtering import PromptFilter
+from agents.grpo.policy import Policy
+from agents.grpo.rollouts import RecordingAgent, Rollout, play_groups
+from agents.grpo.runlog import EVAL_KEY, RunFiles
+from agents.grpo.subsample import max_variance_subset
+from agents.grpo.tasks import TaskPool, env_factory, load_pool, prompts_for
+from agents.grpo.update import PolicyUpdater
+
+RESUMABLE_CHANGES = ("epochs", "max_steps")
+"""Config keys a resumed run may change (how long to train); anything else is a different run."""
+
+
+class RunConflict(RuntimeError):
+    """The run folder holds a run with another configuration."""
+
+
+def select_for_update(groups: Mapping[str, Sequence[Rollout]], grpo: GRPOConfig) -> tuple[list[Sample], dict]:
+    """Advantages and the kept subset of every group; returns the samples and per-rollout (advantage, used)."""
+    samples: list[Sample] = []
+    marks: dict[tuple[str, int], tuple[float, bool]] = {}
+    for pid, group in groups.items():
+        rewards = [r.reward for r in group]
+        m = min(grpo.update_size or len(group), len(group))
+        kept = max_variance_subset(rewards, m) if group else []
+        over = kept if grpo.normalize_over == "kept" else None
+        advantages = group_advantages(rewards, over) if group else []
+        for i, rollout in enumerate(group):
+            used = i in kept
+            marks[(pid, rollout.member)] = (advantages[i], used)
+            if used:
+                samples.extend(
+                    Sample(s.prompt_ids, s.completion_ids, advantages[i], pid, rollout.member) for s in rollout.steps
+                )
+    return samples, marks
+
+
+class GRPOTrainer:
+    """Trains `config.policy` on `config.tasks` and writes the run folder (see `runlog`).
+
+    Args:
+        config: The run.
+        train_pool: Tasks to train on instead of `config.tasks` (e.g. hand-built tasks in tests).
+        heldout_pool: Held-out tasks instead of `config.heldout`.
+        progress: Show a tqdm progress bar on stderr.
+    """
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        *,
+        train_pool: TaskPool | None = None,
+        heldout_pool: TaskPool | None = None,
+        progress: bool = True,
+    ):
+        self.config = config
+        self.progress = progress
+        self.files = RunFiles(Path(config.run_dir))
+        self._check_run_dir()
+        mode = config.grpo.mode
+        self.pool = prompts_for(train_pool or load_pool(config.tasks), mode)
+        heldout = heldout_pool or (load_pool(config.heldout) if config.heldout else None)
+        self.heldout = prompts_for(heldout, mode) if heldout else None
+        self.prompt_ids = [t.task_id for t in self.pool.tasks]
+        self.policy = Policy.load(config.policy)
+        self.agent, self.sync = self._engine()
+        torch.manual_seed(config.seed)  # after the engine: an in-process vLLM engine reseeds torch
+        random.seed(config.seed)
+        self.updater = PolicyUpdater(self.policy, config.update, temperature=config.rollout.temperature)
+        self.filter = PromptFilter(config.filter)
+        self.step = 0
+        self.epoch = 0
+        self.plan: list[str] = []
+        self.epoch_counts = (0, 0)  # active, skipped
+        self.elapsed = 0.0
+        self._resume()
+        if self.sync is not None:
+            self.sync.push(self.policy.weights_for_sync())
+
+    # --- setup -----------------------------------------------------------------------------
+
+    def _check_run_dir(self) -> None:
+        path = self.files.run_dir / "config.yaml"
+        mine = self.config.to_dict()
+        if path.exists():
+            theirs = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+            if set(differ) - set(RESUMABLE_CHANGES):
+                raise RunConflict(f"{self.files.run_dir} holds a run with other settings ({', '.join(differ)})")
+        path.write_text(dump_config(self.config), encoding="utf-8")
+
+    def _engine(self):
+        rollout, policy = self.config.rollout, self.policy
+        if rollout.engine == "hf":
+            from agents.hf_agent import HFAgent, HFAgentConfig
+
+            agent = HFAgent(HFAgentConfig(model=policy.path), model=policy.model, tokenizer=policy.tokenizer)
+            return agent, None
+        from agents.grpo.weight_sync import VLLMWeightSync
+        from agents.vllm_agent import VLLMAgent, VLLMAgentConfig
+
+        agent = VLLMAgent(
+            VLLMAgentConfig(
+                model=policy.path,
+                dtype=rollout.vllm_dtype,
+                max_model_len=rollout.max_model_len,
+                cpu_kv_cache_gib=rollout.cpu_kv_cache_gib,
+                gpu_memory_utilization=rollout.gpu_memory_utilization,
+                in_process=True,
+            )
+        )
+        return agent, VLLMWeightSync(agent.llm)
+
+    def _recording_agent(self) -> RecordingAgent:
+        scripted = None
+        if self.config.grpo.mode == "next_turn":
+            scripted = lambda request: request.turn < request.task.num_turns - 1  # noqa: E731
+        return RecordingAgent(self.agent, self.policy.tokenizer, scripted)
+
+    def _resume(self) -> None:
+        found = latest_checkpoint(self.files.checkpoints)
+        self.files.truncate_after(int(found.name.split("_")[-1]) if found else 0)
+        if found is None:
+            return
+        weights, optimizer, state, rng = load_checkpoint(found)
+        self.policy.load_trainable_state(weights)
+        self.updater.optimizer.load_state_dict(optimizer)
+        self.filter.load_state_dict(state["filter"])
+        self.step, self.epoch, self.plan = state["step"], state["epoch"], list(state["plan"])
+        self.epoch_counts = tuple(state["epoch_counts"])
+        self.elapsed = state["elapsed_s"]
+        set_rng_state(rng)
+
+    # --- the loop --------------------------------------------------------------------------
+
+    def train(self) -> dict[str, Any]:
+        """Run until `epochs` (or `max_steps`) are done; returns the last metrics and held-out reward."""
+        from tqdm import tqdm
+
+        cfg = self.config
+        per_epoch = math.ceil(len(self.prompt_ids) / cfg.grpo.prompts_per_step)
+        total = cfg.max_steps or cfg.epochs * per_epoch
+        bar = tqdm(total=total, initial=self.step, disable=not self.progress, unit="step", file=sys.stderr)
+        last: dict[str, Any] = {}
+        if self.step == 0 and self.heldout is not None and cfg.eval.at_start:
+            self._evaluate()
+        try:
+            while cfg.max_steps is None or self.step < cfg.max_steps:
+                if not self.plan and not self._next_epoch():
+                    break
+                batch, self.plan = self.plan[: cfg.grpo.prompts_per_step], self.plan[cfg.grpo.prompts_per_step :]
+                self.step += 1
+                last = self._train_step(batch)
+                bar.update(1)
+                bar.set_postfix(
+                    epoch=self.epoch, reward=f"{last['rollout/reward_mean']:.2f}", skipped=self.epoch_counts[1]
+                )
+            if self.heldout is not None and EVAL_KEY not in last and self.step > 0:
+                last[EVAL_KEY] = self._evaluate()
+            self._save()
+            if cfg.export_final:
+                self._export()
+        finally:
+            bar.close()
+            self.files.close()
+        return last
+
+    def _next_epoch(self) -> bool:
+        while self.epoch < self.config.epochs:
+            self.epoch += 1
+            active, skipped = self.filter.start_epoch(self.prompt_ids)
+            order = random.Random(_mix(self.config.seed, "epoch", self.epoch)).sample(active, len(active))
+            self.plan, self.epoch_counts = order, (len(active), len(skipped))
+            if self.plan:
+                return True
+        return False
+
+    def _train_step(self, prompt_ids: list[str]) -> dict[str, Any]:
+        cfg = self.config
+        start = time.perf_counter()
+        agent = self._recording_agent()
+        groups = play_groups(
+            env_factory(self.pool, cfg.protocol),
+            agent,
+            prompt_ids,
+            group_size=cfg.grpo.group_size,
+            seed=cfg.seed,
+            step=self.step,
+            sampling=self._sampling(cfg.rollout.temperature),
+            num_envs=cfg.rollout.num_envs,
+        )
+        rollout_s = time.perf_counter() - start
+        for pid, group in groups.items():
+            self.filter.observe(pid, [r.reward for r in group])
+        samples, marks = select_for_update(groups, cfg.grpo)
+        start = time.perf_counter()
+        update = self.updater.step(samples)
+        update_s = time.perf_counter() - start
+        start = time.perf_counter()
+        if self.sync is not None:
+            self.sync.push(self.policy.weights_for_sync())
+        sync_s = time.perf_counter() - start
+        self.elapsed += rollout_s + update_s + sync_s
+        record = self._metrics(groups, samples, marks, update, rollout_s, update_s, sync_s)
+        for pid, group in groups.items():
+            for r in group:
+                advantage, used = marks[(pid, r.member)]
+                train = {"step": self.step, "epoch": self.epoch, "member": r.member, "advantage": advantage}
+                self.files.episode({**r.record, "train": {**train, "used": used}})
+        if self.heldout is not None and cfg.eval.every_steps and self.step % cfg.eval.every_steps == 0:
+            record[EVAL_KEY] = self._evaluate()
+        self.files.metrics(record)
+        if self.step % cfg.save_every == 0:
+            self._save()
+        return record
+
+    def _metrics(self, groups, samples, marks, update, rollout_s, update_s, sync_s) -> dict[str, Any]:
+        rollouts = [r for g in groups.values() for r in g]
+        rewards = [r.reward for r in rollouts]
+        n_groups = max(1, len(groups))
+        top = self.config.filter.max_reward
+        correct = sum(1 for g in groups.values() if g and all(r.reward >= top for r in g))
+        zero = sum(1 for g in groups.values() if g and is_zero_variance([r.reward for r in g]))
+        generated_tokens = sum(r.completion_tokens for r in rollouts)
+        update_tokens = sum(len(s.completion_ids) for s in samples)
+        zero_tokens = sum(len(s.completion_ids) for s in samples if s.advantage == 0.0)
+        return {
+            "step": self.step,
+            "epoch": self.epoch,
+            "rollout/reward_mean": sum(rewards) / len(rewards) if rewards else 0.0,
+            "groups/all_correct_frac": correct / n_groups,
+            "groups/all_wrong_frac": (zero - correct) / n_groups,
+            "groups/mixed_frac": (len(groups) - zero) / n_groups,
+            "filter/skipped_prompts": self.epoch_counts[1],
+            "filter/active_prompts": self.epoch_counts[0],
+            "filter/zero_variance_frac": zero / n_groups,
+            "subsample/generated": len(rollouts),
+            "subsample/used": sum(1 for _, used in marks.values() if used),
+            "time/rollout_s": rollout_s,
+            "time/update_s": update_s,
+            "time/sync_s": sync_s,
+            "time/elapsed_s": self.elapsed,
+            "perf/tokens_per_s": generated_tokens / rollout_s if rollout_s > 0 else 0.0,
+            "rollout/completion_tokens": generated_tokens,
+            "update/tokens": update_tokens,
+            "update/zero_adv_token_frac": zero_tokens / update_tokens if update_tokens else 0.0,
+            **update,
+        }
+
+    def _sampling(self, temperature: float) -> SamplingConfig:
+        r = self.config.rollout
+        return SamplingConfig(temperature=temperature, top_p=r.top_p, max_tokens=r.max_tokens)
+
+    # --- evaluation, checkpoints -----------------------------------------------------------
+
+    def _evaluate(self) -> float:
+        """Mean reward on the held-out prompts (fixed seeds, so every evaluation sees the same draws)."""
+        cfg = self.config
+        start = time.perf_counter()
+        groups = play_groups(
+            env_factory(self.heldout, cfg.protocol),
+            self._recording_agent(),
+            [t.task_id for t in self.heldout.tasks],
+            group_size=cfg.eval.samples,
+            seed=cfg.seed,
+            step=-1,
+            sampling=self._sampling(cfg.eval.temperature),
+            num_envs=cfg.rollout.num_envs,
+        )
+        rewards = [r.reward for g in groups.values() for r in g]
+        reward = sum(rewards) / len(rewards)
+        for g in groups.values():
+            for r in g:
+                self.files.eval_episode({**r.record, "eval_step": self.step})
+        self.files.eval(
+            {
+                "step": self.step,
+                "epoch": self.epoch,
+                EVAL_KEY: reward,
+                "episodes": len(rewards),
+                "time/elapsed_s": self.elapsed,
+                "time/eval_s": time.perf_counter() - start,
+            }
+        )
+        return reward
+
+    def _save(self) -> None:
+        if latest_checkpoint(self.files.checkpoints) == self.files.checkpoints / f"step_{self.step:06d}":
+            return
+        state = {
+            "epoch": self.epoch,
+            "plan": self.plan,
+            "epoch_counts": list(self.epoch_counts),
+            "filter": self.filter.state_dict(),
+            "elapsed_s": self.elapsed,
+        }
+        weights = self.policy.trainable_state()
+        save_checkpoint(
+            self.files.checkpoints, self.step, weights, self.updater.optimizer, state, self.config.keep_checkpoints
+        )
+
+    def _export(self) -> None:
+        target = self.files.run_dir / "final_model"
+        self.policy.model.save_pretrained(target)  # with LoRA: the adapter folder (peft)
+        self.policy.tokenizer.save_pretrained(target)
+
+
+def _mix(*parts: object) -> int:
+    return int.from_bytes(hashlib.sha256("/".join(map(str, parts)).encode()).digest()[:8], "little")

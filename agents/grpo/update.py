@@ -1,0 +1,149 @@
+"""One GRPO policy update: mini-batches of samples, token-mean clipped loss, AdamW steps.
+
+With one mini-batch and one epoch per rollout batch (the default), the old policy is the
+current one, so its log-probs are the detached current ones and no extra forward pass is
+needed; the ratio is then 1 and the loss is the plain policy gradient. With more mini-batches
+or epochs the old log-probs are computed once, without gradients, before the first step.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from agents.grpo.batch import Sample, collate, micro_batches
+from agents.grpo.loss import LossTerms, describe, loss_terms
+from agents.grpo.policy import Policy
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpdateConfig:
+    """The optimizer and the objective.
+
+    Attributes:
+        lr: AdamW learning rate. The paper uses 1e-6 for 3-4B models; small models take larger ones
+            (the CPU configs use 1e-5 for SmolLM2-135M, see their comments).
+        betas: AdamW betas.
+        weight_decay: AdamW weight decay (0: parameters move only with the gradient).
+        max_grad_norm: Gradient clipping by global norm (None: off).
+        clip_low: Lower clip range: the ratio is kept above 1 - clip_low (paper: 0.2).
+        clip_high: Upper clip range: the ratio is kept below 1 + clip_high (paper: 0.28, "clip-higher").
+        kl_coef: Weight of a k3 KL penalty to the initial policy (paper: 0, off).
+        entropy_coef: Weight of an entropy bonus (paper: 0, off).
+        mini_batches: Optimizer steps per rollout batch (each on a slice of the samples).
+        ppo_epochs: Passes over the rollout batch.
+        micro_batch_tokens: Padded tokens per forward/backward (gradient accumulation beyond that).
+    """
+
+    lr: float = 1e-6
+    betas: tuple[float, float] = (0.9, 0.999)
+    weight_decay: float = 0.0
+    max_grad_norm: float | None = 1.0
+    clip_low: float = 0.2
+    clip_high: float = 0.28
+    kl_coef: float = 0.0
+    entropy_coef: float = 0.0
+    mini_batches: int = 1
+    ppo_epochs: int = 1
+    micro_batch_tokens: int = 8192
+
+    def __post_init__(self) -> None:
+        if self.mini_batches < 1 or self.ppo_epochs < 1:
+            raise ValueError("mini_batches and ppo_epochs must be >= 1")
+        if not 0 <= self.clip_low < 1 or self.clip_high < 0:
+            raise ValueError(f"bad clip range ({self.clip_low}, {self.clip_high})")
+
+
+class PolicyUpdater:
+    """Owns the optimizer (and the frozen reference when a KL term is on)."""
+
+    def __init__(self, policy: Policy, config: UpdateConfig, temperature: float = 1.0):
+        self.policy = policy
+        self.config = config
+        self.temperature = temperature
+        self.optimizer = torch.optim.AdamW(
+            policy.trainable(), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay
+        )
+        self._reference = None
+        if config.kl_coef and policy.config.lora is None:
+            self._reference = copy.deepcopy(policy.model).eval().requires_grad_(False)
+
+    def step(self, samples: Sequence[Sample]) -> dict[str, Any]:
+        """Update on the samples; returns loss statistics (zeros when there is nothing to learn from)."""
+        cfg = self.config
+        if not samples:
+            return {**describe([]), "update/grad_norm": 0.0, "update/optimizer_steps": 0}
+        self.policy.model.train()
+        try:
+            old = self._old_logprobs(samples) if cfg.mini_batches > 1 or cfg.ppo_epochs > 1 else None
+            terms: list[LossTerms] = []
+            norms = []
+            for _ in range(cfg.ppo_epochs):
+                for chunk in _split(samples, cfg.mini_batches):
+                    terms.extend(self._accumulate(chunk, old))
+                    norms.append(self._optimizer_step())
+        finally:
+            self.policy.model.eval()
+        return {**describe(terms), "update/grad_norm": max(norms), "update/optimizer_steps": len(norms)}
+
+    def _accumulate(self, samples: Sequence[Sample], old: dict[Sample, torch.Tensor] | None) -> list[LossTerms]:
+        cfg, pad = self.config, self.policy.tokenizer.pad_token_id
+        normalizer = max(1, sum(len(s.completion_ids) for s in samples))
+        out = []
+        for micro in micro_batches(samples, cfg.micro_batch_tokens):
+            batch = collate(micro, pad)
+            logprobs, entropy = self.policy.token_logprobs(batch, self.temperature, with_entropy=bool(cfg.entropy_coef))
+            old_lp = torch.cat([old[s] for s in micro]) if old is not None else logprobs.detach()
+            terms = loss_terms(
+                logprobs,
+                old_lp.to(logprobs.device),
+                batch.token_advantages().to(logprobs.device),
+                normalizer=normalizer,
+                clip_low=cfg.clip_low,
+                clip_high=cfg.clip_high,
+                ref_logprobs=self._reference_logprobs(batch),
+                kl_coef=cfg.kl_coef,
+                entropy=entropy,
+                entropy_coef=cfg.entropy_coef,
+            )
+            terms.loss.backward()
+            out.append(terms)
+        return out
+
+    def _optimizer_step(self) -> float:
+        params = self.policy.trainable()
+        max_norm = self.config.max_grad_norm if self.config.max_grad_norm is not None else math.inf
+        norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return norm
+
+    @torch.no_grad()
+    def _old_logprobs(self, samples: Sequence[Sample]) -> dict[Sample, torch.Tensor]:
+        out = {}
+        pad = self.policy.tokenizer.pad_token_id
+        for micro in micro_batches(samples, self.config.micro_batch_tokens):
+            logprobs, _ = self.policy.token_logprobs(collate(micro, pad), self.temperature)
+            counts = [len(s.completion_ids) for s in micro]
+            out.update(zip(micro, torch.split(logprobs.detach(), counts), strict=True))
+        return out
+
+    @torch.no_grad()
+    def _reference_logprobs(self, batch) -> torch.Tensor | None:
+        if not self.config.kl_coef:
+            return None
+        if self._reference is not None:
+            reference = Policy(self.policy.config, self._reference, self.policy.tokenizer, self.policy.device, "")
+            return reference.token_logprobs(batch, self.temperature)[0]
+        with self.policy.model.disable_adapter():  # LoRA: the base model is the reference
+            return self.policy.token_logprobs(batch, self.temperature)[0]
+
+
+def _split(samples: Sequence[Sample], parts: int) -> list[list[Sample]]:
+    size = math.ceil(len(samples) / parts)
+    return [list(samples[i : i + size]) for i in range(0, len(samples), size)]

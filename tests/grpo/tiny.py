@@ -1,0 +1,96 @@
+"""A tiny random Llama with SmolLM2's tokenizer, briefly taught two MathAPI answers, and the tasks it plays.
+
+The teaching (a few supervised steps until the answer's sequence probability is near one
+half) exists so that groups sampled at temperature 1 have mixed rewards, which is what a
+GRPO step needs to move parameters; the checker and the simulators are the real ones.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from agents.grpo.tasks import ProtocolConfig, bfcl_pool
+from tooluse_gym.tasks import bfcl
+from tooluse_gym.tasks.schema import Task
+from tooluse_gym.types import ToolCall
+
+PROTOCOL = ProtocolConfig(system_prompt="none", tool_format="python", max_steps_per_turn=1)
+ANSWERS = {
+    "add_2_3": ("Add 2 and 3.", "add", {"a": 2, "b": 3}),
+    "mul_4_5": ("Multiply 4 by 5.", "multiply", {"a": 4, "b": 5}),
+}
+
+
+def math_task(task_id: str) -> Task:
+    text, name, args = ANSWERS[task_id]
+    docs = bfcl.function_docs()["MathAPI"]
+    return Task(
+        task_id=task_id,
+        category="tiny",
+        turns=(({"role": "user", "content": "Hello."},), ({"role": "user", "content": text},)),
+        ground_truth=((), (ToolCall(name, args),)),
+        functions=tuple(d for d in docs if d["name"] in ("add", "multiply")),
+        backends=("MathAPI",),
+        initial_config={},
+        source="test",
+    )
+
+
+def pool():
+    return bfcl_pool([math_task(t) for t in ANSWERS], label="tiny")
+
+
+def build_tiny_model(folder: Path, target_prob: float = 0.4) -> Path:
+    """Save the taught tiny model and the tokenizer to `folder`; returns it."""
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from tooluse_gym.models import resolve_model
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model = LlamaForCausalLM(config)
+    pairs = []
+    for text, name, args in ANSWERS.values():
+        # the observation of turn 1 after the oracle closed turn 0 ("Done.") with system prompt "none"
+        messages = [
+            {"role": "user", "content": "Hello."},
+            {"role": "assistant", "content": "Done."},
+            {"role": "user", "content": text},
+        ]
+        prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        answer = "[" + ToolCall(name, args).render() + "]"
+        p = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        c = tokenizer(answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        pairs.append((p, c))
+    embedding = model.get_input_embeddings().weight  # tied: also the output projection
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(100):
+        loss, probs = 0.0, []
+        for p, c in pairs:
+            hidden = model.model(torch.tensor([p + c])).last_hidden_state[0, len(p) - 1 : -1]
+            lp = torch.log_softmax(hidden @ embedding.T, -1).gather(-1, torch.tensor(c)[:, None]).sum()
+            probs.append(float(lp.detach().exp()))
+            loss = loss - lp
+        if min(probs) >= target_prob:
+            break
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
