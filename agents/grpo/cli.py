@@ -1,0 +1,51 @@
+"""`tooluse-train CONFIG.yaml [key=value ...]`: run (or resume) a GRPO training run.
+
+    tooluse-train agents/grpo/configs/cpu_smoke.yaml
+    tooluse-train agents/grpo/configs/cpu_curriculum.yaml run_dir=runs/c1 grpo.group_size=4 filter.enabled=false
+
+Overrides are dotted keys with YAML values. A run folder that already holds checkpoints
+is resumed from the newest one (only `epochs` and `max_steps` may differ).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tooluse-train", description=__doc__.split("\n")[0].strip("`: "))
+    parser.add_argument("config", help="YAML config (see agents/grpo/configs/)")
+    parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides, e.g. grpo.group_size=4")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    args = parser.parse_args(argv)
+
+    from agents.grpo.config import dump_config, load_config
+
+    try:
+        config = load_config(args.config, args.overrides)
+    except (ValueError, TypeError, OSError) as e:
+        print(f"tooluse-train: {e}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        print(dump_config(config), end="")
+        return 0
+    from agents.grpo.trainer import GRPOTrainer, RunConflict
+
+    try:
+        trainer = GRPOTrainer(config, progress=not args.no_progress)
+    except RunConflict as e:
+        print(f"tooluse-train: {e}", file=sys.stderr)
+        return 2
+    last = trainer.train()
+    keys = ("step", "epoch", "rollout/reward_mean", "eval/heldout_reward", "time/elapsed_s")
+    print(json.dumps({k: last[k] for k in keys if k in last}))
+    print(f"run folder: {config.run_dir}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
