@@ -14,15 +14,16 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from tui.data import EpisodeStore
-from tui.episode import EpisodeScreen
+from tui.episode import EpisodeHost, TranscriptView
 from tui.runs import Comparison, Disagreement, compare, load_results, short_name
 from tui.table import Column, RowTable
+from tui.widgets import KeyBar
 
 DISAGREEMENT_COLUMNS = (Column("task id", 30), Column("A reward", 8, "right"), Column("B reward", 8, "right"))
 
@@ -84,7 +85,7 @@ class Compared(Message, bubble=False):
         self.comparison = comparison
 
 
-class CompareScreen(Screen[None]):
+class CompareScreen(EpisodeHost, Screen[None]):
     """Two run folders compared.
 
     Args:
@@ -109,17 +110,20 @@ class CompareScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(id="warning")
-        with Horizontal(id="compare-top"):
-            yield Static(id="card", classes="panel")
-            yield Static(id="accuracy", classes="panel")
-        yield Static("reading…", id="disagree-title", classes="section")
-        yield RowTable(DISAGREEMENT_COLUMNS, disagreement_cells, empty="no disagreements", id="disagreements")
+        with Vertical(id="main"):
+            yield Static(id="warning")
+            with Horizontal(id="compare-top"):
+                yield Static(id="card", classes="panel")
+                yield Static(id="accuracy", classes="panel")
+            yield Static("reading…", id="disagree-title", classes="section")
+            yield RowTable(DISAGREEMENT_COLUMNS, disagreement_cells, empty="no disagreements", id="disagreements")
+        yield TranscriptView()
         yield Static(id="compare-status", classes="status")
-        yield Footer()
+        yield KeyBar(classes="keys")
 
     def on_mount(self) -> None:
         self.sub_title = f"A {self.names[0]}  vs  B {self.names[1]}"
+        self.show_keys()
         self.query_one("#card").border_title = "protocol cards"
         self.query_one("#accuracy").border_title = "accuracy per category (95% CI over seeds)"
         self.query_one(RowTable).focus()
@@ -171,7 +175,12 @@ class CompareScreen(Screen[None]):
         pick = next((s for s in mine if s.failed == (mean < 0.5)), mine[0] if mine else None)
         record = store.record(pick.line) if pick is not None else None
         if record is None:
-            self.notify(f"no readable episode of {d.task_id} in run {'AB'[run]}", severity="error")
+            self.notify(f"no readable episode of {d.task_id} in run {'AB'[run]}", severity="error", markup=False)
             return
-        source = f"run {'AB'[run]} {self.names[run]} · line {pick.line + 1}"
-        self.app.push_screen(EpisodeScreen(record, source))
+        self.open_episode(record, f"run {'AB'[run]} {self.names[run]} line {pick.line + 1}")
+
+    def main_keys(self) -> tuple[list[BindingType], ...]:
+        return (RowTable.BINDINGS, self.BINDINGS)
+
+    def focus_main(self) -> None:
+        self.query_one(RowTable).focus()

@@ -16,19 +16,19 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
-from textual.containers import Grid
+from textual.containers import Grid, Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 from textual.worker import get_current_worker
 
 from tui.data import EpisodeStore, MetricsLog
-from tui.episode import EpisodeScreen
+from tui.episode import EpisodeHost, TranscriptView
 from tui.plots import range_line, series_line, split_bar
 from tui.runs import short_name
 from tui.table import RowTable
-from tui.widgets import EPISODE_COLUMNS, episode_cells
+from tui.widgets import EPISODE_COLUMNS, KeyBar, episode_cells
 
 LATEST = 50
 """How many of the newest rollouts the list keeps."""
@@ -131,7 +131,7 @@ class RunUpdated(Message, bubble=False):
         return isinstance(message, RunUpdated)
 
 
-class LiveScreen(Screen[None]):
+class LiveScreen(EpisodeHost, Screen[None]):
     """Plots of a training run, following its files.
 
     Args:
@@ -151,16 +151,20 @@ class LiveScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with Grid(id="plots"):
-            for spec in PANELS:
-                yield MetricPanel(spec, self.metrics)
-        yield Static("latest rollouts (newest first, Enter opens)", classes="section")
-        yield RowTable(EPISODE_COLUMNS, episode_cells, empty="no rollouts yet", id="rollouts")
+        with Vertical(id="main"):
+            with Grid(id="plots"):
+                for spec in PANELS:
+                    yield MetricPanel(spec, self.metrics)
+            yield Static("latest rollouts (newest first, Enter opens)", classes="section")
+            yield RowTable(EPISODE_COLUMNS, episode_cells, empty="no rollouts yet", id="rollouts")
+        yield TranscriptView()
         yield Static(id="live-status", classes="status")
-        yield Footer()
+        yield KeyBar(classes="keys")
 
     def on_mount(self) -> None:
         self.sub_title = short_name(self.metrics.file.path)
+        self.show_keys()
+        self.query_one("#rollouts", RowTable).focus()
         self._describe()
         self.follow()
 
@@ -208,6 +212,12 @@ class LiveScreen(Screen[None]):
     def _open(self, message: RowTable.Selected) -> None:
         record = self.store.record(message.item.line)
         if record is None:
-            self.notify(f"line {message.item.line + 1} cannot be read", severity="error")
+            self.notify(f"line {message.item.line + 1} cannot be read", severity="error", markup=False)
             return
-        self.app.push_screen(EpisodeScreen(record, f"{short_name(self.store.path)} · line {message.item.line + 1}"))
+        self.open_episode(record, f"{short_name(self.store.path)} line {message.item.line + 1}")
+
+    def main_keys(self) -> tuple[list[BindingType], ...]:
+        return (RowTable.BINDINGS, self.BINDINGS)
+
+    def focus_main(self) -> None:
+        self.query_one("#rollouts", RowTable).focus()

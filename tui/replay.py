@@ -12,15 +12,16 @@ from typing import Any, ClassVar
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Header, Input, Static
 
 from tui.data import SORT_COLUMNS, EpisodeFilter, EpisodeStore, select
-from tui.episode import EpisodeScreen
+from tui.episode import EpisodeHost, TranscriptView
 from tui.runs import short_name
 from tui.table import RowTable
-from tui.widgets import EPISODE_COLUMNS, episode_cells, short_error
+from tui.widgets import EPISODE_COLUMNS, KeyBar, episode_cells, short_error
 
 _SORTS = list(SORT_COLUMNS)
 
@@ -42,7 +43,7 @@ class Searched(Message, bubble=False):
         self.lines = lines
 
 
-class ReplayScreen(Screen[None]):
+class ReplayScreen(EpisodeHost, Screen[None]):
     """The episode table of one ``episodes.jsonl``.
 
     Args:
@@ -73,14 +74,17 @@ class ReplayScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Input(placeholder="/ search: task id or any text in the episode, Enter to apply", id="search")
-        yield Static(id="filters", classes="filters")
-        yield RowTable(EPISODE_COLUMNS, episode_cells, empty="reading…", id="episodes")
+        with Vertical(id="main"):
+            yield Input(placeholder="/ search: task id or any text in the episode, Enter to apply", id="search")
+            yield Static(id="filters", classes="filters")
+            yield RowTable(EPISODE_COLUMNS, episode_cells, empty="reading…", id="episodes")
+        yield TranscriptView()
         yield Static(id="replay-status", classes="status")
-        yield Footer()
+        yield KeyBar(classes="keys")
 
     def on_mount(self) -> None:
         self.sub_title = short_name(self.store.path)
+        self.show_keys()
         self.query_one(RowTable).focus()
         self._describe()
         self.load()
@@ -197,7 +201,13 @@ class ReplayScreen(Screen[None]):
         line = message.item.line
         record = self.store.record(line)
         if record is None:
-            self.notify(f"line {line + 1} cannot be read", severity="error")
+            self.notify(f"line {line + 1} cannot be read", severity="error", markup=False)
             self._describe()
             return
-        self.app.push_screen(EpisodeScreen(record, f"{short_name(self.store.path)} · line {line + 1}"))
+        self.open_episode(record, f"{short_name(self.store.path)} line {line + 1}")
+
+    def main_keys(self) -> tuple[list[BindingType], ...]:
+        return (RowTable.BINDINGS, self.BINDINGS)
+
+    def focus_main(self) -> None:
+        self.query_one(RowTable).focus()

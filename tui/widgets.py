@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable
+
 from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.widgets import Static
 
 from tui.data import EpisodeSummary
 from tui.table import Column
@@ -40,3 +45,24 @@ def episode_cells(s: EpisodeSummary) -> list[str | Text]:
         Text(short_error(s.error_type), style="red" if s.error_type else ""),
         f"{s.tokens:,}",
     ]
+
+
+class KeyBar(Static):
+    """One line of the keys that work now.
+
+    A light stand-in for Textual's `Footer`, which mounts a widget per key again whenever
+    the bindings change (most of the cost of opening an episode).
+    """
+
+    def show(self, *groups: Iterable[BindingType]) -> None:
+        """List the shown bindings of `groups`, in order."""
+        text = Text()
+        for bindings in groups:
+            for b in bindings:
+                if not isinstance(b, Binding) or not b.show:
+                    continue
+                key = self.app.get_key_display(dataclasses.replace(b, key=b.key.split(",")[0]))
+                text.append("  " if text else "")
+                text.append(key, style="bold")
+                text.append(f" {b.description}")
+        self.update(text)

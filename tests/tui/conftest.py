@@ -33,7 +33,7 @@ def drive(app: ToolUseApp, script: Callable[[Pilot], Awaitable[None]], size: tup
     """Run `script` against `app` in a headless terminal of `size`."""
 
     async def main() -> None:
-        async with app.run_test(size=size) as pilot:
+        async with app.run_test(size=size, notifications=True) as pilot:
             await script(pilot)
 
     asyncio.run(main())

@@ -7,7 +7,7 @@ import shutil
 
 from tests.tui.conftest import drive, make_app, screen_text, settle, wait_for
 from tui.app import main
-from tui.episode import EpisodeScreen
+from tui.episode import TranscriptView
 from tui.live import LiveScreen, MetricPanel
 from tui.replay import ReplayScreen
 from tui.table import RowTable
@@ -15,6 +15,12 @@ from tui.table import RowTable
 
 def _rows(app) -> list:
     return app.screen.query_one(RowTable).items
+
+
+def _view(app) -> TranscriptView | None:
+    """The episode shown on the current screen, if any."""
+    view = app.screen.query_one(TranscriptView)
+    return view if view.display else None
 
 
 def test_replay_filters_sorts_and_searches(data):
@@ -59,12 +65,11 @@ def test_replay_opens_an_episode_and_steps_through_it(data):
         await pilot.press("slash", *"document_old", "enter")
         await settle(pilot)
         await pilot.press("enter")
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, EpisodeScreen)
+        screen = _view(app)
+        assert screen is not None
         assert screen.cursor == 7  # opens on the whole transcript
         text = screen_text(app)
-        assert "run_a/episodes.jsonl · line 10" in text and "step 8/8" in text and "■ episode failed" in text
+        assert "run_a/episodes.jsonl line 10" in text and "step 8/8" in text and "■ episode failed" in text
         await pilot.press("home")
         text = screen_text(app)
         assert "multi_turn_base_0  category base  seed 1  reward 0" in text
@@ -84,8 +89,11 @@ def test_replay_opens_an_episode_and_steps_through_it(data):
         await pilot.press("r")
         text = screen_text(app)
         assert "▾ reasoning" in text and "The user wants turn 1" in text and "reasoning shown" in text
+        await pilot.press("x")  # the table's keys are off while an episode is shown
+        assert not app.screen.where.failed_only
         await pilot.press("escape")
-        assert isinstance(app.screen, ReplayScreen)
+        assert _view(app) is None and isinstance(app.screen, ReplayScreen)
+        assert "16 episodes" in screen_text(app) and app.screen.focused is app.screen.query_one(RowTable)
 
     drive(app, script)
 
@@ -96,10 +104,10 @@ def test_playback_advances_at_the_chosen_speed(data):
     async def script(pilot):
         await settle(pilot)
         await pilot.press("down", "down", "enter")  # multi_turn_base_0 seed 0: 8 steps, valid
-        screen = app.screen
-        assert isinstance(screen, EpisodeScreen) and len(screen.frames) == 8
+        screen = _view(app)
+        assert screen is not None and len(screen.frames) == 8
         await pilot.press("plus", "plus")  # 8 steps/s
-        assert "speed 8 steps/s" in screen_text(app)
+        assert "paused at 8 steps/s" in screen_text(app)
         await pilot.press("space")  # at the end: restarts from the first step
         assert screen.playing and screen.cursor <= 2
         await pilot.pause(0.3)
@@ -191,10 +199,9 @@ def test_live_view_follows_a_growing_metrics_file(tmp_path, data):
         assert _rows(app)[0].task_id == newest["task_id"]
         assert app.screen.query_one(RowTable).cursor == 2  # the cursor stayed on the rollout it was on
         await pilot.press("home", "enter")
-        await pilot.pause()
-        assert isinstance(app.screen, EpisodeScreen) and app.screen.record == newest
+        assert _view(app) is not None and _view(app).record == newest
         await pilot.press("escape")
-        assert isinstance(app.screen, LiveScreen)
+        assert _view(app) is None and "latest rollouts" in screen_text(app)
 
     drive(app, script)
 
@@ -212,11 +219,13 @@ def test_compare_view_shows_differences_and_opens_episodes(data):
         rows = _rows(app)
         assert [d.task_id for d in rows] == ["multi_turn_miss_param_0", "multi_turn_miss_param_100"]
         await pilot.press("down", "b")  # miss_param_100: B solved it
-        assert isinstance(app.screen, EpisodeScreen)
-        assert app.screen.record["task_id"] == "multi_turn_miss_param_100" and app.screen.record["reward"] == 1.0
-        assert app.screen.record["protocol"]["tool_format"] == "json"
+        record = _view(app).record
+        assert record["task_id"] == "multi_turn_miss_param_100" and record["reward"] == 1.0
+        assert record["protocol"]["tool_format"] == "json"
+        assert "run B run_b line" in screen_text(app)
         await pilot.press("escape", "enter")  # Enter opens A's (failed) episode
-        assert app.screen.record["task_id"] == "multi_turn_miss_param_100" and app.screen.record["reward"] == 0.0
+        record = _view(app).record
+        assert record["task_id"] == "multi_turn_miss_param_100" and record["reward"] == 0.0
 
     drive(app, script)
 
@@ -236,5 +245,22 @@ def test_run_folder_copy_replays_like_the_file(tmp_path, data):
     async def script(pilot):
         await settle(pilot)
         assert len(_rows(app)) == 16
+
+    drive(app, script)
+
+
+def test_a_record_with_a_broken_transcript_is_reported_not_shown(tmp_path, data):
+    good = (data / "run_a" / "episodes.jsonl").read_text().splitlines()[0]
+    broken = json.loads(good) | {"turns": [{"turn": 0, "steps": "not a list of steps"}]}
+    (tmp_path / "episodes.jsonl").write_text(json.dumps(broken) + "\n" + good + "\n")
+    app = make_app(tmp_path)
+
+    async def script(pilot):
+        await settle(pilot)
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert _view(app) is None and "cannot show this" in screen_text(app)
+        await pilot.press("down", "enter")
+        assert _view(app) is not None
 
     drive(app, script)
