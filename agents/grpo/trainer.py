@@ -169,6 +169,7 @@ class GRPOTrainer:
         total = cfg.max_steps or cfg.epochs * per_epoch
         bar = tqdm(total=total, initial=self.step, disable=not self.progress, unit="step", file=sys.stderr)
         last: dict[str, Any] = {}
+        first_step = self.step
         if self.step == 0 and self.heldout is not None and cfg.eval.at_start:
             self._evaluate()
         try:
@@ -182,7 +183,7 @@ class GRPOTrainer:
                 bar.set_postfix(
                     epoch=self.epoch, reward=f"{last['rollout/reward_mean']:.2f}", skipped=self.epoch_counts[1]
                 )
-            if self.heldout is not None and EVAL_KEY not in last and self.step > 0:
+            if self.heldout is not None and EVAL_KEY not in last and self.step > first_step:
                 last[EVAL_KEY] = self._evaluate()
             self._save()
             if cfg.export_final:
