@@ -111,14 +111,14 @@ class CompareScreen(EpisodeHost, Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         with Vertical(id="main"):
-            yield Static(id="warning")
+            yield Static(id="warning", markup=False)
             with Horizontal(id="compare-top"):
                 yield Static(id="card", classes="panel")
                 yield Static(id="accuracy", classes="panel")
-            yield Static("reading…", id="disagree-title", classes="section")
+            yield Static("reading…", id="disagree-title", classes="section", markup=False)
             yield RowTable(DISAGREEMENT_COLUMNS, disagreement_cells, empty="no disagreements", id="disagreements")
         yield TranscriptView()
-        yield Static(id="compare-status", classes="status")
+        yield Static(id="compare-status", classes="status", markup=False)
         yield KeyBar(classes="keys")
 
     def on_mount(self) -> None:

@@ -116,7 +116,7 @@ class TranscriptView(Vertical):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="transcript"):
             yield Static(id="transcript-body")
-        yield Static(id="episode-status", classes="status")
+        yield Static(id="episode-status", classes="status", markup=False)
 
     def open(self, record: Mapping[str, Any], source: str = "") -> None:
         """Show `record` (all of it: the cursor starts on the last step) and take the focus."""
@@ -154,7 +154,7 @@ class TranscriptView(Vertical):
         cursor = self.cursor
         shown = [_piece(k, text, k == "step" and frame == cursor) for frame, k, text in self._texts if frame <= cursor]
         self.query_one("#transcript-body", Static).update(Group(*shown))
-        self.call_after_refresh(self.query_one("#transcript", VerticalScroll).scroll_end, animate=False)
+        self.query_one("#transcript", VerticalScroll).anchor()  # stays at the end through the next layout
         self._status()
 
     def _status(self) -> None:

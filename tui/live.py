@@ -158,7 +158,7 @@ class LiveScreen(EpisodeHost, Screen[None]):
             yield Static("latest rollouts (newest first, Enter opens)", classes="section")
             yield RowTable(EPISODE_COLUMNS, episode_cells, empty="no rollouts yet", id="rollouts")
         yield TranscriptView()
-        yield Static(id="live-status", classes="status")
+        yield Static(id="live-status", classes="status", markup=False)
         yield KeyBar(classes="keys")
 
     def on_mount(self) -> None:

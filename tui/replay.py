@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -79,7 +80,7 @@ class ReplayScreen(EpisodeHost, Screen[None]):
             yield Static(id="filters", classes="filters")
             yield RowTable(EPISODE_COLUMNS, episode_cells, empty="reading…", id="episodes")
         yield TranscriptView()
-        yield Static(id="replay-status", classes="status")
+        yield Static(id="replay-status", classes="status", markup=False)
         yield KeyBar(classes="keys")
 
     def on_mount(self) -> None:
@@ -124,11 +125,20 @@ class ReplayScreen(EpisodeHost, Screen[None]):
         failed = sum(s.failed for s in summaries)
         w = self.where
         arrow = "↓" if self.reverse else "↑"
-        self.query_one("#filters", Static).update(
-            f"failed only [b]{'on' if w.failed_only else 'off'}[/b] (x) · category [b]{w.category or 'all'}[/b] (c)"
-            f" · error [b]{short_error(w.error_type) or 'all'}[/b] (e)"
-            f" · search [b]{self.search_text or '-'}[/b] (/) · sort [b]{self.sort} {arrow}[/b] (s, d)"
-        )
+        filters = Text()
+        for i, (name, value, keys) in enumerate(
+            [
+                ("failed only", "on" if w.failed_only else "off", "x"),
+                ("category", w.category or "all", "c"),
+                ("error", short_error(w.error_type) or "all", "e"),
+                ("search", self.search_text or "-", "/"),
+                ("sort", f"{self.sort} {arrow}", "s, d"),
+            ]
+        ):
+            filters.append(f"{' · ' if i else ''}{name} ")
+            filters.append(value, style="bold")
+            filters.append(f" ({keys})")
+        self.query_one("#filters", Static).update(filters)
         shown = len(self.query_one(RowTable).items)
         parts = [f"{len(summaries)} episodes", f"{failed} failed", f"{shown} shown"]
         if not self.loaded:

@@ -98,7 +98,7 @@ def step_text(frame: Frame, *, show_reasoning: bool, show_full: bool) -> Text:
     text = Text()
     tokens = f"{step.get('prompt_tokens', 0)}+{step.get('completion_tokens', 0)} tok"
     text.append(f"step {frame.index + 1} · assistant", style="bold")
-    text.append(f"   {tokens}, {step.get('latency_s', 0.0):g} s\n", style="dim")
+    text.append(f"   {tokens}, {float(step.get('latency_s') or 0.0):.2f} s\n", style="dim")
     reasoning, answer = split_reasoning(str(step.get("assistant", "")))
     if reasoning:
         if show_reasoning:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 
 from tests.tui.conftest import drive, make_app, screen_text, settle, wait_for
 from tui.app import main
@@ -71,6 +72,7 @@ def test_replay_opens_an_episode_and_steps_through_it(data):
         text = screen_text(app)
         assert "run_a/episodes.jsonl line 10" in text and "step 8/8" in text and "■ episode failed" in text
         await pilot.press("home")
+        await pilot.pause()
         text = screen_text(app)
         assert "multi_turn_base_0  category base  seed 1  reward 0" in text
         assert "step 1/8 · turn 0" in text and "step 1 · assistant" in text and "step 2 · assistant" not in text
@@ -81,12 +83,14 @@ def test_replay_opens_an_episode_and_steps_through_it(data):
         await pilot.press("p", "p")
         assert screen.cursor == 0
         await pilot.press("f")  # first failing turn: its last step, then the verdict with the state diff
+        await pilot.pause()
         assert screen.cursor == 1
         text = screen_text(app)
         assert "✗ turn 0 · multi_turn:instance_state_mismatch" in text
         assert "GorillaFileSystem.root.contents.document.contents.temp" in text and "ground truth:" in text
         assert "turn 1 · user" not in text
         await pilot.press("r")
+        await pilot.pause()
         text = screen_text(app)
         assert "▾ reasoning" in text and "The user wants turn 1" in text and "reasoning shown" in text
         await pilot.press("x")  # the table's keys are off while an episode is shown
@@ -104,23 +108,25 @@ def test_playback_advances_at_the_chosen_speed(data):
     async def script(pilot):
         await settle(pilot)
         await pilot.press("down", "down", "enter")  # multi_turn_base_0 seed 0: 8 steps, valid
-        screen = _view(app)
-        assert screen is not None and len(screen.frames) == 8
+        view = _view(app)
+        assert view is not None and len(view.frames) == 8 and view.cursor == 7
         await pilot.press("plus", "plus")  # 8 steps/s
         assert "paused at 8 steps/s" in screen_text(app)
-        await pilot.press("space")  # at the end: restarts from the first step
-        assert screen.playing and screen.cursor <= 2
-        await pilot.pause(0.3)
-        assert 0 < screen.cursor < 7
-        await pilot.pause(1.2)
-        assert screen.cursor == 7 and not screen.playing
+        view.action_play()  # at the end: playback restarts from the first step
+        assert view.playing and view.cursor == 0
+        start = time.perf_counter()
+        await wait_for(pilot, lambda: view.cursor == 7 and not view.playing)
+        assert time.perf_counter() - start >= 7 / 8 - 0.05  # seven ticks at 8 steps/s
         assert "■ episode valid" in screen_text(app)
-        await pilot.press("space")
-        await pilot.pause(0.3)
+        await pilot.press("home", "minus", "minus", "minus", "minus")  # 0.5 steps/s
+        view.action_play()
+        await pilot.pause(0.5)
+        assert view.cursor <= 1  # at most one tick in half a second
         await pilot.press("space")  # pause
-        stopped = screen.cursor
-        await pilot.pause(0.3)
-        assert screen.cursor == stopped and not screen.playing
+        stopped = view.cursor
+        assert not view.playing
+        await pilot.pause(2.2)
+        assert view.cursor == stopped
 
     drive(app, script)
 
@@ -135,8 +141,10 @@ def test_long_results_fold_and_unfold(data):
         seed0 = next(i for i, s in enumerate(_rows(app)) if s.seed == 0)
         app.screen.query_one(RowTable).cursor = seed0
         await pilot.press("enter", "home")
+        await pilot.pause()
         assert "chars, o to unfold)" in screen_text(app)
         await pilot.press("o")
+        await pilot.pause()
         text = screen_text(app)
         assert "o to unfold" not in text and "long results shown" in text
 
