@@ -200,7 +200,7 @@ class LiveScreen(EpisodeHost, Screen[None]):
             parts.append(f"step {last.get('step', len(rows))}")
             if "epoch" in last:
                 parts.append(f"epoch {last['epoch']}")
-        parts.append(f"{len(rows)} rows" if rows else "waiting for the first metrics row")
+        parts.append(f"{len(rows)} row{'s' if len(rows) != 1 else ''}" if rows else "waiting for the first metrics row")
         parts.append(f"{len(self.store.summaries)} rollouts")
         for name, health in (("metrics", self.metrics.health), ("episodes", self.store.health)):
             if health.describe():

@@ -60,9 +60,11 @@ def resolve(paths: Sequence[str | os.PathLike[str]]) -> Target:
         if (path / EPISODES).exists():
             return Target("replay", (path / EPISODES,))
         raise TargetError(f"{path}: the folder holds neither {EPISODES} nor {METRICS}")
+    if path.name == METRICS:  # may still be empty: a run that has just started
+        return Target("live", (path.parent / EPISODES,), path)
     if path.stat().st_size == 0:
         raise TargetError(f"{path}: the file is empty")
-    if path.name == METRICS or _first_record_is_metrics(path):
+    if _first_record_is_metrics(path):
         return Target("live", (path.parent / EPISODES,), path)
     return Target("replay", (path,))
 

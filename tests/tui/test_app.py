@@ -272,3 +272,23 @@ def test_a_record_with_a_broken_transcript_is_reported_not_shown(tmp_path, data)
         assert _view(app) is not None
 
     drive(app, script)
+
+
+def test_live_view_of_a_run_that_has_not_written_yet(tmp_path):
+    (tmp_path / "metrics.jsonl").write_text("")
+    app = make_app(tmp_path / "metrics.jsonl", poll_s=0.05)
+
+    async def script(pilot):
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "waiting for the first metrics row · 0 rollouts" in text and "waiting for data" in text
+        assert "no rollouts yet" in text
+        (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 1, "rollout/reward_mean": 0.25}) + "\n")
+        await wait_for(pilot, lambda: len(app.screen.metrics.rows) == 1)
+        await pilot.pause(0.1)
+        assert "step 1 · 1 row · 0 rollouts" in screen_text(app)
+        await pilot.press("question_mark")  # the key panel opens and closes
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, LiveScreen)
+
+    drive(app, script)

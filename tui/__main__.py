@@ -1,0 +1,7 @@
+"""``python -m tui PATH``: the same as ``tooluse-tui PATH``."""
+
+import sys
+
+from tui.app import main
+
+sys.exit(main())
