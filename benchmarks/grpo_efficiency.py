@@ -29,7 +29,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 BASE_CONFIG = ROOT / "agents" / "grpo" / "configs" / "cpu_curriculum.yaml"
 FULL = {"train_limit": 64, "heldout_limit": 40, "epochs": 4, "group_size": 8, "update_size": 4, "prompts_per_step": 16}
-SHORT = {"train_limit": 6, "heldout_limit": 6, "epochs": 2, "group_size": 4, "update_size": 2, "prompts_per_step": 3}
+SHORT = {"train_limit": 3, "heldout_limit": 3, "epochs": 2, "group_size": 4, "update_size": 2, "prompts_per_step": 2}
+SHORT_SET = ("tasks.category=literal", "heldout.category=literal", "protocol.max_steps_per_turn=1")
 
 
 def variant_overrides(name: str, args: argparse.Namespace) -> list[str]:
@@ -50,6 +51,7 @@ def variant_overrides(name: str, args: argparse.Namespace) -> list[str]:
         "export_final=false",
         f"save_every={10**6}",
     ]
+    shared += [*(SHORT_SET if args.short else ()), *args.set]
     if name == "vanilla":
         return [*shared, "filter.enabled=false", "grpo.update_size=null"]
     return [*shared, "filter.enabled=true", f"filter.k={args.k}", f"grpo.update_size={args.update_size}"]
@@ -175,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         "--eval-every", type=int, default=None, help="steps between evaluations (default: ~2 per epoch)"
     )
     parser.add_argument("--k", type=int, default=1, help="filter streak threshold")
+    parser.add_argument("--set", nargs="*", default=[], help="extra config overrides for both arms (key=value)")
     for key, value in FULL.items():
         parser.add_argument(
             "--" + key.replace("_", "-"), type=int, default=None, help=f"default {value} ({SHORT[key]} with --short)"

@@ -82,6 +82,7 @@ class Policy:
     def load(cls, config: PolicyConfig) -> Policy:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from agents.grpo.tiny import resolve_tiny
         from tooluse_gym.models import resolve_model
 
         if config.threads:
@@ -89,7 +90,7 @@ class Policy:
         device = config.device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        path = resolve_model(config.model)
+        path = resolve_model(resolve_tiny(config.model))
         tokenizer = AutoTokenizer.from_pretrained(path)
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token

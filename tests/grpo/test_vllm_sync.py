@@ -24,6 +24,7 @@ def test_engine_logprobs_match_trainer_after_push():
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(result)  # shown with -s
     assert result["tied"]  # SmolLM2 ties its output projection to the embedding: the re-pack path is exercised
     assert result["parity_start"] < 1e-3
     assert result["before_push"] > 1e-2  # the update moved the trainer away from the engine

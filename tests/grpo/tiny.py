@@ -44,26 +44,13 @@ def pool():
 
 def build_tiny_model(folder: Path, target_prob: float = 0.4) -> Path:
     """Save the taught tiny model and the tokenizer to `folder`; returns it."""
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer
 
+    from agents.grpo.tiny import tiny_llama
     from tooluse_gym.models import resolve_model
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=1024,
-        tie_word_embeddings=True,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    model = LlamaForCausalLM(config)
+    model = tiny_llama(tokenizer)
     pairs = []
     for text, name, args in ANSWERS.values():
         # the observation of turn 1 after the oracle closed turn 0 ("Done.") with system prompt "none"
