@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"\nresults: {args.out / 'results.json'}   report: {args.out / 'report.md'}   "
                 f"episodes: {args.out / 'episodes.jsonl'}   protocol {results['fingerprint']}"
             )
+            print(f"open the episodes in the TUI: tooluse-tui {args.out}")
         elif args.command == "sweep":
             grid = {k: getattr(args, k) for k in (*_KNOBS, "system_prompt")}
             data = run_sweep(_config(args, {}), grid, args.out, force=args.force, progress=not args.no_progress)

@@ -1,17 +1,19 @@
 """The batched rollout loop against one episode at a time, same tasks, same model, same seeds, one run.
 
-    python benchmarks/rollout_throughput.py [--agent vllm|hf] [--episodes 16] [--num-envs 8]
+    python benchmarks/rollout_throughput.py [--agent vllm|hf] [--episodes 32] [--num-envs 32]
 
 Both passes play the same jobs (the per-request seeds make the episodes the same for vLLM)
-and report completion tokens per second; the ratio is batched / sequential. The protocol
-uses ``system_prompt="none"`` so that prompts stay short: the benchmark measures the loop
-and the backend's batching, not prefill of 6-8k-token BFCL prompts.
+and report completion tokens per second; the ratio is batched / sequential. The tasks are
+the curriculum's train split (evenly spaced over its tiers) under the ``strong`` prompt with
+JSON calls: ~800-1,500-token prompts, the setting RL on a CPU uses. BFCL's 6-8k-token prompts
+would measure prefill, not the loop.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import gymnasium as gym
 
@@ -19,6 +21,8 @@ import tooluse_gym  # noqa: F401
 from agents.base import SamplingConfig
 from agents.evaluate import select_tasks
 from agents.rollout import RolloutJob, run_rollouts
+
+CURRICULUM = str(Path(__file__).resolve().parents[1] / "scenarios" / "curriculum" / "train.yaml")
 
 
 def _agent(kind: str, dtype: str):
@@ -34,18 +38,20 @@ def _agent(kind: str, dtype: str):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--agent", choices=("vllm", "hf"), default="vllm")
-    parser.add_argument("--episodes", type=int, default=16)
-    parser.add_argument("--num-envs", type=int, default=8)
+    parser.add_argument("--episodes", type=int, default=32)
+    parser.add_argument("--num-envs", type=int, default=32)
     parser.add_argument("--max-tokens", type=int, default=48)
     parser.add_argument("--dtype", default="bfloat16")
     args = parser.parse_args()
-    tasks = select_tasks(["base", "miss_param"], args.episodes // 2)
+    tasks = select_tasks(None, args.episodes // 5 + 1, [CURRICULUM])[: args.episodes]
     jobs = [RolloutJob(t, 0) for t in tasks]
     sampling = SamplingConfig(temperature=1.0, max_tokens=args.max_tokens)
     agent = _agent(args.agent, args.dtype)
 
     def make_env():
-        return gym.make("ToolUse-MultiTurn-v0", category="all", task_ids=tasks, system_prompt="none")
+        return gym.make(
+            "ToolUse-Scenario-v0", path=CURRICULUM, task_ids=tasks, system_prompt="strong", tool_format="json"
+        )
 
     run_rollouts(make_env, agent, jobs[:2], sampling=sampling, num_envs=2)  # warm-up
     rates = {}
