@@ -140,7 +140,7 @@ def turn(user: str, *calls: str) -> dict[str, Any]:
 
 
 def scenario(tools: dict[str, Any], functions: list[str], *turns: dict[str, Any]) -> dict[str, Any]:
-    return {"tools": tools, "functions": functions, "turns": list(turns)}
+    return {"tools": tools, "functions": list(functions), "turns": list(turns)}
 
 
 # --- families: rng -> scenario (without id/category) ------------------------------------------------
