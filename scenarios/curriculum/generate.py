@@ -1,7 +1,7 @@
 """Generate the graded curriculum (train.yaml, heldout.yaml) over the BFCL simulators. Seeded: same seed, same files.
 
     python scenarios/curriculum/generate.py            # writes next to this script
-    python scenarios/curriculum/generate.py --seed 1 --per-family 30 --out /tmp/cur
+    python scenarios/curriculum/generate.py --seed 1 --per-tier 30 --out runs/curriculum-s1
 
 Tiers (the scenario `category`):
 - ``literal``: one call whose arguments the request states literally.
