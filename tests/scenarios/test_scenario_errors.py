@@ -77,7 +77,9 @@ CASES = {
         ("unknown_function", "s1", "turns[1].held_out[0]", "'fly' is not a function"),
     ),
     "duplicate_id": (
-        "scenarios:\n  - id: s1\n    tools: {MathAPI: {}}\n" + GOOD_TURN + "  - id: s1\n    tools: {MathAPI: {}}\n"
+        "scenarios:\n  - id: s1\n    tools: {MathAPI: {}}\n"
+        + GOOD_TURN
+        + "  - id: s1\n    tools: {MathAPI: {}}\n"
         + GOOD_TURN,
         ("duplicate_id", "s1", "id", "id already used"),
     ),

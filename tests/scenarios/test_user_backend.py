@@ -76,7 +76,11 @@ def test_docs_derived_from_hints_and_docstrings(pantry_env):
     take = docs["take"]
     assert take["description"] == "Take units of an item out of the pantry."
     assert take["parameters"]["required"] == ["item"]
-    assert take["parameters"]["properties"]["count"] == {"type": "integer", "description": "Units to take.", "default": 1}
+    assert take["parameters"]["properties"]["count"] == {
+        "type": "integer",
+        "description": "Units to take.",
+        "default": 1,
+    }
 
 
 def test_user_backend_end_to_end(pantry_env):
