@@ -50,9 +50,8 @@ class ProtocolKnobs:
     def prompt(self) -> SystemPromptSpec:
         return system_prompt_spec(self.system_prompt, self.tool_format)
 
-    def card_fields(self) -> dict[str, object]:
-        """The protocol-card fields these knobs set (``extra`` holds the tokenizer, if any)."""
-        extra: dict[str, str] = {}
+    def card_fields(self, **extra: str) -> dict[str, object]:
+        """The protocol-card fields these knobs set; ``extra`` holds the tokenizer (if any) and the given items."""
         if self.tokenizer is not None:
             extra["tokenizer"] = self.tokenizer
             if self.chat_template is not None:

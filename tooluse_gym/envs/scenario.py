@@ -119,7 +119,6 @@ def make_scenario_env(
         chat_template=chat_template,
     )
     scenarios = load_scenario_set(path)
-    fields = knobs.card_fields()
     card = ProtocolCard(
         env_id=ENV_ID,
         category=",".join(categories) if categories else "all",
@@ -128,7 +127,7 @@ def make_scenario_env(
         max_steps_per_turn=max_steps_per_turn,
         bfcl_version=bfcl.bfcl_version(),
         tooluse_gym_version=__version__,
-        **{**fields, "extra": tuple(sorted((*fields["extra"], ("scenarios_sha256", scenarios.sha256))))},
+        **knobs.card_fields(scenarios_sha256=scenarios.sha256),
     )
     env = ScenarioEnv(
         scenarios,

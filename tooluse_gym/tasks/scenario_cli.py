@@ -1,8 +1,8 @@
 """`tooluse-scenarios`: check scenario files without running anything else.
 
-    tooluse-scenarios validate scenarios/            # every file below the folder
-    tooluse-scenarios validate a.yaml b.json --no-replay
-    tooluse-scenarios schema                         # print the JSON Schema
+tooluse-scenarios validate scenarios/            # every file below the folder
+tooluse-scenarios validate a.yaml b.json --no-replay
+tooluse-scenarios schema                         # print the JSON Schema
 """
 
 from __future__ import annotations
