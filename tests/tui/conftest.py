@@ -56,6 +56,23 @@ async def wait_for(pilot: Pilot, condition: Callable[[], bool], timeout: float =
     raise AssertionError(f"condition not met within {timeout} s")
 
 
+async def shown(pilot: Pilot, *snippets: str, absent: tuple[str, ...] = (), timeout: float = 10.0) -> str:
+    """The screen text once it shows every snippet and none of `absent`.
+
+    A key press returns before the screen repaints; on a loaded machine the repaint can lag by
+    more than one `pause()`, so assertions on what is shown poll instead of reading once.
+    """
+    text = ""
+    for _ in range(int(timeout / 0.05)):
+        text = screen_text(pilot.app)
+        if all(s in text for s in snippets) and not any(s in text for s in absent):
+            return text
+        await pilot.pause(0.05)
+    missing = [s for s in snippets if s not in text]
+    present = [s for s in absent if s in text]
+    raise AssertionError(f"after {timeout} s the screen lacks {missing} and shows {present}:\n{text}")
+
+
 @pytest.fixture
 def data() -> Path:
     return DATA

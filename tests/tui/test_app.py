@@ -6,7 +6,7 @@ import json
 import shutil
 import time
 
-from tests.tui.conftest import drive, make_app, screen_text, settle, wait_for
+from tests.tui.conftest import drive, make_app, settle, shown, wait_for
 from tui.app import main
 from tui.episode import TranscriptView
 from tui.live import LiveScreen, MetricPanel
@@ -30,12 +30,12 @@ def test_replay_filters_sorts_and_searches(data):
     async def script(pilot):
         await settle(pilot)
         assert isinstance(app.screen, ReplayScreen)
-        text = screen_text(app)
-        assert "16 episodes · 9 failed · 16 shown" in text
-        assert "multi_turn_long_context_100" in text and "instance_state_mismatch" in text
+        await shown(
+            pilot, "16 episodes · 9 failed · 16 shown", "multi_turn_long_context_100", "instance_state_mismatch"
+        )
         await pilot.press("x")  # failed only
         assert len(_rows(app)) == 9 and all(s.failed for s in _rows(app))
-        assert "failed only on" in screen_text(app)
+        await shown(pilot, "failed only on")
         await pilot.press("c")  # first category: base
         assert {s.category for s in _rows(app)} == {"base"} and len(_rows(app)) == 2
         await pilot.press("c", "c", "c", "c")  # back to all categories
@@ -46,14 +46,14 @@ def test_replay_filters_sorts_and_searches(data):
         assert len(_rows(app)) == 16
         await pilot.press("s", "s", "s", "s")  # sort by reward (file order, task id, category, seed, reward)
         assert [s.reward for s in _rows(app)] == sorted(s.reward for s in _rows(app))
-        assert "sort reward ↑" in screen_text(app)
+        await shown(pilot, "sort reward ↑")
         await pilot.press("d")
         assert _rows(app)[0].reward == 1.0
         await pilot.press("slash", *"document_old", "enter")
         await settle(pilot)
         (hit,) = _rows(app)
         assert (hit.task_id, hit.seed) == ("multi_turn_base_0", 1)
-        assert "1 shown" in screen_text(app)
+        await shown(pilot, "1 shown")
 
     drive(app, script)
 
@@ -69,35 +69,40 @@ def test_replay_opens_an_episode_and_steps_through_it(data):
         screen = _view(app)
         assert screen is not None
         assert screen.cursor == 7  # opens on the whole transcript
-        text = screen_text(app)
-        assert "run_a/episodes.jsonl line 10" in text and "step 8/8" in text and "■ episode failed" in text
+        await shown(pilot, "run_a/episodes.jsonl line 10", "step 8/8", "■ episode failed")
         await pilot.press("home")
-        await pilot.pause()
-        text = screen_text(app)
-        assert "multi_turn_base_0  category base  seed 1  reward 0" in text
-        assert "step 1/8 · turn 0" in text and "step 1 · assistant" in text and "step 2 · assistant" not in text
-        assert "Move 'final_report.pdf'" in text and 'cd(folder="document_old")' in text
-        assert "▸ reasoning (70 chars, r to unfold)" in text
+        await shown(
+            pilot,
+            "multi_turn_base_0  category base  seed 1  reward 0",
+            "step 1/8 · turn 0",
+            "step 1 · assistant",
+            "Move 'final_report.pdf'",
+            'cd(folder="document_old")',
+            "▸ reasoning (70 chars, r to unfold)",
+            absent=("step 2 · assistant",),
+        )
         await pilot.press("n")
-        assert screen.cursor == 1 and "step 2/8" in screen_text(app)
+        assert screen.cursor == 1
+        await shown(pilot, "step 2/8")
         await pilot.press("p", "p")
         assert screen.cursor == 0
         await pilot.press("f")  # first failing turn: its last step, then the verdict with the state diff
-        await pilot.pause()
         assert screen.cursor == 1
-        text = screen_text(app)
-        assert "✗ turn 0 · multi_turn:instance_state_mismatch" in text
-        assert "GorillaFileSystem.root.contents.document.contents.temp" in text and "ground truth:" in text
-        assert "turn 1 · user" not in text
+        await shown(
+            pilot,
+            "✗ turn 0 · multi_turn:instance_state_mismatch",
+            "GorillaFileSystem.root.contents.document.contents.temp",
+            "ground truth:",
+            absent=("turn 1 · user",),
+        )
         await pilot.press("r")
-        await pilot.pause()
-        text = screen_text(app)
-        assert "▾ reasoning" in text and "The user wants turn 1" in text and "reasoning shown" in text
+        await shown(pilot, "▾ reasoning", "The user wants turn 1", "reasoning shown")
         await pilot.press("x")  # the table's keys are off while an episode is shown
         assert not app.screen.where.failed_only
         await pilot.press("escape")
         assert _view(app) is None and isinstance(app.screen, ReplayScreen)
-        assert "16 episodes" in screen_text(app) and app.screen.focused is app.screen.query_one(RowTable)
+        assert app.screen.focused is app.screen.query_one(RowTable)
+        await shown(pilot, "16 episodes")
 
     drive(app, script)
 
@@ -111,13 +116,13 @@ def test_playback_advances_at_the_chosen_speed(data):
         view = _view(app)
         assert view is not None and len(view.frames) == 8 and view.cursor == 7
         await pilot.press("plus", "plus")  # 8 steps/s
-        assert "paused at 8 steps/s" in screen_text(app)
+        await shown(pilot, "paused at 8 steps/s")
         view.action_play()  # at the end: playback restarts from the first step
         assert view.playing and view.cursor == 0
         start = time.perf_counter()
         await wait_for(pilot, lambda: view.cursor == 7 and not view.playing)
         assert time.perf_counter() - start >= 7 / 8 - 0.05  # seven ticks at 8 steps/s
-        assert "■ episode valid" in screen_text(app)
+        await shown(pilot, "■ episode valid")
         await pilot.press("home", "minus", "minus", "minus", "minus")  # 0.5 steps/s
         view.action_play()
         await pilot.pause(0.5)
@@ -141,12 +146,9 @@ def test_long_results_fold_and_unfold(data):
         seed0 = next(i for i, s in enumerate(_rows(app)) if s.seed == 0)
         app.screen.query_one(RowTable).cursor = seed0
         await pilot.press("enter", "home")
-        await pilot.pause()
-        assert "chars, o to unfold)" in screen_text(app)
+        await shown(pilot, "chars, o to unfold)")
         await pilot.press("o")
-        await pilot.pause()
-        text = screen_text(app)
-        assert "o to unfold" not in text and "long results shown" in text
+        await shown(pilot, "long results shown", absent=("o to unfold",))
 
     drive(app, script, size=(120, 80))
 
@@ -156,8 +158,7 @@ def test_damaged_file_is_read_with_its_bad_lines_counted(data):
 
     async def script(pilot):
         await settle(pilot)
-        text = screen_text(app)
-        assert "6 episodes" in text and "1 corrupt line skipped, torn last line skipped" in text
+        await shown(pilot, "6 episodes", "1 corrupt line skipped, torn last line skipped")
 
     drive(app, script)
 
@@ -168,7 +169,7 @@ def test_empty_episodes_file_in_a_run_folder(tmp_path):
 
     async def script(pilot):
         await settle(pilot)
-        assert f"no episodes in {tmp_path.name}/episodes.jsonl (the file is empty)" in screen_text(app)
+        await shown(pilot, f"no episodes in {tmp_path.name}/episodes.jsonl (the file is empty)")
 
     drive(app, script)
 
@@ -186,8 +187,7 @@ def test_live_view_follows_a_growing_metrics_file(tmp_path, data):
     async def script(pilot):
         await wait_for(pilot, lambda: len(app.screen.metrics.rows) == 4 and len(app.screen.store.summaries) == 3)
         assert isinstance(app.screen, LiveScreen)
-        text = screen_text(app)
-        assert "step 4 · epoch 0 · 4 rows · 3 rollouts" in text
+        await shown(pilot, "step 4 · epoch 0 · 4 rows · 3 rollouts")
         before = panel("reward").render().plain
         assert f"{json.loads(lines[3])['rollout/reward_mean']:.3g}" in before
         with (tmp_path / "metrics.jsonl").open("a") as f:
@@ -195,10 +195,7 @@ def test_live_view_follows_a_growing_metrics_file(tmp_path, data):
         with (tmp_path / "episodes.jsonl").open("a") as f:
             f.write("".join(episodes[3:5]))
         await wait_for(pilot, lambda: len(app.screen.metrics.rows) == 12 and len(app.screen.store.summaries) == 5)
-        await pilot.pause(0.2)
-        text = screen_text(app)
-        assert "step 12 · epoch 2 · 12 rows · 5 rollouts" in text
-        assert "metrics: torn last line skipped" in text
+        await shown(pilot, "step 12 · epoch 2 · 12 rows · 5 rollouts", "metrics: torn last line skipped")
         after = panel("reward").render().plain
         assert after != before and f"{json.loads(lines[11])['rollout/reward_mean']:.3g}" in after
         assert "steps 1–12" in after
@@ -209,7 +206,8 @@ def test_live_view_follows_a_growing_metrics_file(tmp_path, data):
         await pilot.press("home", "enter")
         assert _view(app) is not None and _view(app).record == newest
         await pilot.press("escape")
-        assert _view(app) is None and "latest rollouts" in screen_text(app)
+        assert _view(app) is None
+        await shown(pilot, "latest rollouts")
 
     drive(app, script)
 
@@ -219,18 +217,25 @@ def test_compare_view_shows_differences_and_opens_episodes(data):
 
     async def script(pilot):
         await settle(pilot)
-        text = screen_text(app)
-        assert "the protocol cards differ in system_prompt, system_prompt_sha256, tool_format" in text
-        assert "≠ tool_format" in text and "python" in text and "json" in text
-        assert "overall" in text and "43.8" in text and "62.5" in text and "+18.8" in text
-        assert "2 of 8 shared tasks disagree" in text
+        await shown(
+            pilot,
+            "the protocol cards differ in system_prompt, system_prompt_sha256, tool_format",
+            "≠ tool_format",
+            "python",
+            "json",
+            "overall",
+            "43.8",
+            "62.5",
+            "+18.8",
+            "2 of 8 shared tasks disagree",
+        )
         rows = _rows(app)
         assert [d.task_id for d in rows] == ["multi_turn_miss_param_0", "multi_turn_miss_param_100"]
         await pilot.press("down", "b")  # miss_param_100: B solved it
         record = _view(app).record
         assert record["task_id"] == "multi_turn_miss_param_100" and record["reward"] == 1.0
         assert record["protocol"]["tool_format"] == "json"
-        assert "run B run_b line" in screen_text(app)
+        await shown(pilot, "run B run_b line")
         await pilot.press("escape", "enter")  # Enter opens A's (failed) episode
         record = _view(app).record
         assert record["task_id"] == "multi_turn_miss_param_100" and record["reward"] == 0.0
@@ -266,8 +271,8 @@ def test_a_record_with_a_broken_transcript_is_reported_not_shown(tmp_path, data)
     async def script(pilot):
         await settle(pilot)
         await pilot.press("enter")
-        await pilot.pause(0.1)
-        assert _view(app) is None and "cannot show this" in screen_text(app)
+        await shown(pilot, "cannot show this")
+        assert _view(app) is None
         await pilot.press("down", "enter")
         assert _view(app) is not None
 
@@ -279,14 +284,10 @@ def test_live_view_of_a_run_that_has_not_written_yet(tmp_path):
     app = make_app(tmp_path / "metrics.jsonl", poll_s=0.05)
 
     async def script(pilot):
-        await pilot.pause(0.2)
-        text = screen_text(app)
-        assert "waiting for the first metrics row · 0 rollouts" in text and "waiting for data" in text
-        assert "no rollouts yet" in text
+        await shown(pilot, "waiting for the first metrics row · 0 rollouts", "waiting for data", "no rollouts yet")
         (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 1, "rollout/reward_mean": 0.25}) + "\n")
         await wait_for(pilot, lambda: len(app.screen.metrics.rows) == 1)
-        await pilot.pause(0.1)
-        assert "step 1 · 1 row · 0 rollouts" in screen_text(app)
+        await shown(pilot, "step 1 · 1 row · 0 rollouts")
         await pilot.press("question_mark")  # the key panel opens and closes
         await pilot.press("question_mark")
         assert isinstance(app.screen, LiveScreen)
