@@ -1,4 +1,4 @@
-"""Generate the graded curriculum (train.yaml, heldout.yaml) over the BFCL simulators. Seeded: same seed, same files.
+"""Generate the graded curriculum (train, heldout, warmup) over the BFCL simulators. Seeded: same seed, same files.
 
     python scenarios/curriculum/generate.py            # writes next to this script
     python scenarios/curriculum/generate.py --seed 1 --per-tier 30 --out runs/curriculum-s1
@@ -12,7 +12,9 @@ Tiers (the scenario `category`):
   error message and the request say how to fix it, and the fixed call must follow.
 
 Every task offers 3-4 functions so prompts stay short. Tasks are dealt round-robin into the splits
-(two train, one held-out), and no task appears in both.
+(two train, one held-out), and no task appears in both. A third split, ``warmup``, holds further
+distinct tasks for a supervised warm-start (``python -m agents.sft``), so that neither RL split is
+seen during the warm-start.
 """
 
 from __future__ import annotations
@@ -379,28 +381,49 @@ TIERS: dict[str, list[Callable[[random.Random], dict[str, Any]]]] = {
 }
 
 
-def generate(seed: int, per_tier: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(train, heldout) scenario lists: `per_tier` distinct tasks per tier, dealt 2:1."""
+def tier_tasks(
+    rng: random.Random, tier: str, count: int, seen: set[str], prefix: str = "", skip_on_duplicate: bool = False
+) -> list[dict[str, Any]]:
+    """`count` tasks of `tier` not in `seen` (which grows), with ids ``{prefix}{tier}_{i:03d}``.
+
+    Families take turns; after a duplicate the same family draws again, or, with
+    `skip_on_duplicate`, the next family does (so a family with few distinct tasks cannot stall).
+    """
+    families = TIERS[tier]
+    tasks: list[dict[str, Any]] = []
+    attempts = skips = 0
+    while len(tasks) < count:
+        attempts += 1
+        if attempts > 100 * count:
+            raise RuntimeError(f"tier {tier}: cannot find {count} distinct tasks")
+        spec = families[(len(tasks) + skips) % len(families)](rng)
+        key = repr((spec["tools"], spec["turns"]))
+        if key in seen:
+            skips += skip_on_duplicate
+            continue
+        seen.add(key)
+        tasks.append({"id": f"{prefix}{tier}_{len(tasks):03d}", "category": tier, **spec})
+    return tasks
+
+
+def generate(
+    seed: int, per_tier: int, warmup_per_tier: int = 0
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(train, heldout, warmup) scenario lists.
+
+    `per_tier` distinct tasks per tier are dealt 2:1 into train and held-out. The warm-up split
+    (supervised warm-start data) comes from a second stream seeded from `seed`, after the other two,
+    so adding it leaves train and held-out unchanged; it shares no task with them.
+    """
     rng = random.Random(seed)
     train, heldout = [], []
-    for tier, families in TIERS.items():
-        seen: set[str] = set()
-        tasks = []
-        attempts = 0
-        while len(tasks) < per_tier:
-            attempts += 1
-            if attempts > 100 * per_tier:
-                raise RuntimeError(f"tier {tier}: cannot find {per_tier} distinct tasks")
-            family = families[len(tasks) % len(families)]
-            spec = family(rng)
-            key = repr((spec["tools"], spec["turns"]))
-            if key in seen:
-                continue
-            seen.add(key)
-            tasks.append({"id": f"{tier}_{len(tasks):03d}", "category": tier, **spec})
-        for i, task in enumerate(tasks):
+    seen: dict[str, set[str]] = {tier: set() for tier in TIERS}
+    for tier in TIERS:
+        for i, task in enumerate(tier_tasks(rng, tier, per_tier, seen[tier])):
             (heldout if i % 3 == 2 else train).append(task)
-    return train, heldout
+    warm_rng = random.Random(f"warmup/{seed}")
+    warmup = [t for tier in TIERS for t in tier_tasks(warm_rng, tier, warmup_per_tier, seen[tier], "warmup_", True)]
+    return train, heldout, warmup
 
 
 def write(path: Path, description: str, scenarios: list[dict[str, Any]]) -> None:
@@ -413,13 +436,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--per-tier", type=int, default=72, help="tasks per tier before the 2:1 split")
+    parser.add_argument("--warmup-per-tier", type=int, default=40, help="tasks per tier in the warm-up split")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent)
     args = parser.parse_args()
-    train, heldout = generate(args.seed, args.per_tier)
+    train, heldout, warmup = generate(args.seed, args.per_tier, args.warmup_per_tier)
     args.out.mkdir(parents=True, exist_ok=True)
     write(args.out / "train.yaml", f"Curriculum train split (seed {args.seed}).", train)
     write(args.out / "heldout.yaml", f"Curriculum held-out split (seed {args.seed}).", heldout)
-    print(f"wrote {len(train)} train and {len(heldout)} held-out scenarios to {args.out}")
+    write(args.out / "warmup.yaml", f"Curriculum warm-up split for supervised warm-starts (seed {args.seed}).", warmup)
+    print(f"wrote {len(train)} train, {len(heldout)} held-out and {len(warmup)} warm-up scenarios to {args.out}")
 
 
 if __name__ == "__main__":

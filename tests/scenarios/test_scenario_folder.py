@@ -21,7 +21,7 @@ FILES = scenario_files(SCENARIOS)
 
 
 def test_the_folder_holds_the_curriculum():
-    assert {f.name for f in FILES} >= {"train.yaml", "heldout.yaml"}
+    assert {f.name for f in FILES} >= {"train.yaml", "heldout.yaml", "warmup.yaml"}
 
 
 @pytest.mark.parametrize("path", FILES, ids=[str(f.relative_to(SCENARIOS)) for f in FILES])
@@ -36,15 +36,19 @@ def test_every_scenario_replays_to_reward_one(path):
 def test_curriculum_size_tiers_and_disjoint_splits():
     train = load_scenario_set(CURRICULUM / "train.yaml").tasks
     heldout = load_scenario_set(CURRICULUM / "heldout.yaml").tasks
+    warmup = load_scenario_set(CURRICULUM / "warmup.yaml").tasks
     assert len(train) + len(heldout) >= 300
     tiers = {"literal", "from_state", "two_calls", "two_turns", "recover"}
-    assert {t.category for t in train} == tiers == {t.category for t in heldout}
+    assert {t.category for t in train} == tiers == {t.category for t in heldout} == {t.category for t in warmup}
 
     def content(t):
         return repr((dict(t.initial_config), t.turns, t.ground_truth))
 
-    assert not {t.task_id for t in train} & {t.task_id for t in heldout}
-    assert not {content(t) for t in train} & {content(t) for t in heldout}
+    splits = (train, heldout, warmup)
+    for i, a in enumerate(splits):
+        for b in splits[i + 1 :]:
+            assert not {t.task_id for t in a} & {t.task_id for t in b}
+            assert not {content(t) for t in a} & {content(t) for t in b}
 
 
 def test_recover_tier_obvious_call_fails_first():
@@ -60,5 +64,5 @@ def test_generator_is_seeded_and_matches_the_committed_files(tmp_path):
     subprocess.run(
         [sys.executable, str(CURRICULUM / "generate.py"), "--out", str(tmp_path)], check=True, capture_output=True
     )
-    for name in ("train.yaml", "heldout.yaml"):
+    for name in ("train.yaml", "heldout.yaml", "warmup.yaml"):
         assert (tmp_path / name).read_text() == (CURRICULUM / name).read_text()
