@@ -6,7 +6,7 @@ STAMP := $(VENV)/.setup-done
 
 RUN_OUT ?= runs/smollm2-135m
 
-.PHONY: setup run replay test bench clean
+.PHONY: setup run replay warmstart test bench clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ run: setup
 # The reference: the ground truth replayed through the environment (100% in every category).
 replay: setup
 	$(PY) -m agents.replay
+
+# A supervised warm-start of SmolLM2-135M on the curriculum's warm-up split (about 40 min on 2 cores):
+# the starting model of the CPU GRPO config and of the efficiency benchmark (runs/warmstart/model).
+warmstart: setup
+	$(PY) -m agents.sft --scenarios scenarios/curriculum/warmup.yaml --out runs/warmstart
 
 test: setup
 	$(VENV)/bin/ruff check .

@@ -71,8 +71,8 @@ class SFTConfig:
     out: str = "runs/warmstart"
     system_prompt: str = "strong"
     tool_format: str = "json"
-    epochs: int = 2
-    lr: float = 5e-5
+    epochs: int = 1
+    lr: float = 1e-4
     warmup_steps: int = 5
     batch_size: int = 8
     max_grad_norm: float = 1.0

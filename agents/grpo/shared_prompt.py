@@ -15,7 +15,9 @@ costs far more than the rollouts.
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import torch
 
@@ -24,11 +26,20 @@ from agents.grpo.policy import LOGIT_CHUNK, Policy, _head_logprobs
 
 
 def prompt_groups(samples: Sequence[Sample]) -> list[list[Sample]]:
-    """Samples grouped by identical prompt, groups in order of first appearance."""
-    groups: dict[tuple[int, ...], list[Sample]] = {}
+    """Samples grouped by their GRPO group (``Sample.group``), groups in order of first appearance."""
+    groups: dict[str, list[Sample]] = {}
     for s in samples:
-        groups.setdefault(s.prompt_ids, []).append(s)
+        groups.setdefault(s.group, []).append(s)
     return list(groups.values())
+
+
+def _common_prefix(prompts: Sequence[tuple[int, ...]]) -> int:
+    first = prompts[0]
+    n = min(len(p) for p in prompts)
+    for i in range(n):
+        if any(p[i] != first[i] for p in prompts):
+            return i
+    return n
 
 
 @contextlib.contextmanager
@@ -60,39 +71,64 @@ def shared_prompt_logprobs(
     found: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
     with _no_checkpointing(base), policy.autocast():
         for group in prompt_groups(samples):
-            prompt = group[0].prompt_ids
-            cache = None
-            if len(prompt) > 1:
-                with torch.no_grad():
-                    ids = torch.tensor([prompt[:-1]], device=device)
-                    cache = decoder(input_ids=ids, use_cache=True).past_key_values
-                cache.batch_repeat_interleave(len(group))
-            # Each row: the prompt's last token, then the completion but its last token (right-padded:
-            # a real token never attends to a pad, so no mask is needed).
-            width = max(len(s.completion_ids) for s in group)
-            rows = torch.full((len(group), width), pad, dtype=torch.long)
-            for r, s in enumerate(group):
-                seq = (prompt[-1], *s.completion_ids[:-1])
-                rows[r, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-            hidden = decoder(input_ids=rows.to(device), past_key_values=cache, use_cache=cache is not None)
-            hidden = hidden.last_hidden_state
-            for r, s in enumerate(group):
-                if not s.completion_ids:
-                    found[id(s)] = (hidden.new_zeros(0), hidden.new_zeros(0))
-                    continue
-                targets = torch.tensor(s.completion_ids, device=device)
-                lps, ents = [], []
-                for start in range(0, len(targets), LOGIT_CHUNK):
-                    lp, ent = _head_logprobs(
-                        head,
-                        hidden[r, start : start + LOGIT_CHUNK][: len(targets) - start],
-                        targets[start : start + LOGIT_CHUNK],
-                        scale,
-                        with_entropy,
-                    )
-                    lps.append(lp)
-                    ents.append(ent)
-                found[id(s)] = (torch.cat(lps), torch.cat(ents))
+            # The group's common prefix runs once; each distinct prompt extends a copy of it (a later
+            # step's prompt holds the rollout's own earlier messages and tool results).
+            root_len = min(_common_prefix([s.prompt_ids for s in group]), min(len(s.prompt_ids) for s in group) - 1)
+            root = _forward_no_grad(decoder, group[0].prompt_ids[:root_len], None, device)
+            distinct: dict[tuple[int, ...], list[Sample]] = {}
+            for s in group:
+                distinct.setdefault(s.prompt_ids, []).append(s)
+            for prompt, members in distinct.items():
+                cache = copy.deepcopy(root) if root is not None and len(distinct) > 1 else root
+                cache = _forward_no_grad(decoder, prompt[root_len:-1], cache, device)
+                if cache is not None:
+                    cache.batch_repeat_interleave(len(members))
+                found.update(_completion_logprobs(decoder, head, prompt[-1], members, cache, scale, with_entropy, pad))
     logprobs = torch.cat([found[id(s)][0] for s in samples])
     entropy = torch.cat([found[id(s)][1] for s in samples]) if with_entropy else None
     return logprobs, entropy
+
+
+def _forward_no_grad(decoder: torch.nn.Module, ids: Sequence[int], cache: Any, device: str) -> Any:
+    """`cache` extended by `ids`, computed without gradient (None stays None when `ids` is empty)."""
+    if not ids:
+        return cache
+    with torch.no_grad():
+        tokens = torch.tensor([list(ids)], device=device)
+        return decoder(input_ids=tokens, past_key_values=cache, use_cache=True).past_key_values
+
+
+def _completion_logprobs(
+    decoder: torch.nn.Module,
+    head: torch.nn.Module,
+    last_prompt_token: int,
+    members: Sequence[Sample],
+    cache: Any,
+    scale: float,
+    with_entropy: bool,
+    pad: int,
+) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
+    """Log-probs of the members' completions after a shared prompt whose last token is not in `cache`."""
+    device = next(decoder.parameters()).device
+    # Each row: the prompt's last token, then the completion but its last token (right-padded:
+    # a real token never attends to a pad, so no mask is needed).
+    width = max(1, max(len(s.completion_ids) for s in members))
+    rows = torch.full((len(members), width), pad, dtype=torch.long)
+    for r, s in enumerate(members):
+        seq = (last_prompt_token, *s.completion_ids[:-1])
+        rows[r, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+    hidden = decoder(input_ids=rows.to(device), past_key_values=cache, use_cache=cache is not None).last_hidden_state
+    out = {}
+    for r, s in enumerate(members):
+        if not s.completion_ids:
+            out[id(s)] = (hidden.new_zeros(0), hidden.new_zeros(0))
+            continue
+        targets = torch.tensor(s.completion_ids, device=device)
+        lps, ents = [], []
+        for start in range(0, len(targets), LOGIT_CHUNK):
+            chunk = targets[start : start + LOGIT_CHUNK]
+            lp, ent = _head_logprobs(head, hidden[r, start : start + len(chunk)], chunk, scale, with_entropy)
+            lps.append(lp)
+            ents.append(ent)
+        out[id(s)] = (torch.cat(lps), torch.cat(ents))
+    return out

@@ -23,7 +23,8 @@ def _samples() -> list[Sample]:
         return tuple(torch.randint(10, 5000, (n,), generator=g).tolist())
 
     a, b = ids(40), ids(25)
-    # Interleaved prompts and completions of different lengths, including a one-token prompt.
+    # Interleaved groups and completions of different lengths: a later step of group a whose prompt
+    # extends a's, a one-token prompt, and a group whose two prompts share nothing.
     return [
         Sample(a, ids(7), 1.0, "a", 0),
         Sample(b, ids(3), -1.0, "b", 0),
@@ -31,13 +32,16 @@ def _samples() -> list[Sample]:
         Sample((42,), ids(5), 0.5, "c", 0),
         Sample(a, ids(1), 0.25, "a", 2),
         Sample(b, ids(9), 1.0, "b", 1),
+        Sample(a + ids(6), ids(4), 1.0, "a", 0),
+        Sample(ids(8), ids(2), -1.0, "d", 0),
+        Sample(ids(5), ids(3), 1.0, "d", 1),
     ]
 
 
 def test_groups_follow_first_appearance():
     samples = _samples()
     groups = prompt_groups(samples)
-    assert [[s.group for s in g] for g in groups] == [["a", "a", "a"], ["b", "b"], ["c"]]
+    assert [[s.group for s in g] for g in groups] == [["a"] * 4, ["b", "b"], ["c"], ["d", "d"]]
 
 
 def test_same_logprobs_and_entropies_as_the_full_forward(policy):
