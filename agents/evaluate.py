@@ -19,7 +19,7 @@ import tooluse_gym  # noqa: F401  (registers the env ids)
 from agents.base import Agent, Generation, SamplingConfig
 from agents.episode import EpisodeWriter, read_episodes
 from agents.report import sensitivity_figure, write_run_report
-from agents.results import format_table, spread, summarize
+from agents.results import format_pass_table, format_table, spread, summarize
 from agents.rollout import RolloutJob, run_rollouts
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl
@@ -383,4 +383,9 @@ def _task_means(path: Path) -> dict[str, float]:
 
 
 def results_table(results: Mapping[str, Any]) -> str:
-    return format_table(results["summary"])
+    """Accuracy per category and seed; with several seeds also pass@1, pass@k and the mixed share."""
+    summary = results["summary"]
+    table = format_table(summary)
+    if len(summary.get("seeds", ())) > 1 and summary.get("pass_at_k"):
+        table += "\n\n" + format_pass_table(summary)
+    return table

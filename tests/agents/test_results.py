@@ -58,3 +58,13 @@ def test_pass_at_k_counts_tasks_solved_by_all_none_or_some_samples():
     assert row["pass_at_1"] == pytest.approx((1 + 0 + 0.25 + 0.75) / 4)
     assert row["pass_at_k"] == 0.75
     assert (row["all_correct"], row["all_wrong"], row["mixed"]) == (0.25, 0.25, 0.5)
+
+
+def test_the_printed_table_adds_pass_at_k_only_with_several_seeds():
+    from agents.evaluate import results_table
+
+    many = summarize([ep("a", s, float(s == 0), task_id="t") for s in range(3)])
+    text = results_table({"summary": many})
+    assert "| a | 1 | 3 | 33.3 | 100.0 | 0.0 | 0.0 | 100.0 |" in text
+    one = summarize([ep("a", 0, 1.0, task_id="t")])
+    assert "pass@k" not in results_table({"summary": one})
