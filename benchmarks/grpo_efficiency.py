@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--short", action="store_true", help="a few-minute configuration that proves the script works")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--engine", default="vllm", choices=("vllm", "hf"))
-    parser.add_argument("--max-tokens", type=int, default=96)
+    parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument(
         "--eval-every", type=int, default=None, help="steps between evaluations (default: ~2 per epoch)"
     )

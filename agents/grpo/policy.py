@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -91,6 +92,10 @@ class Policy:
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         path = resolve_model(resolve_tiny(config.model))
+        if not Path(path).exists() and Path(path.split("/")[0]).is_dir():
+            raise FileNotFoundError(
+                f"model folder {path} does not exist (runs/warmstart/model is made by `make warmstart`)"
+            )
         tokenizer = AutoTokenizer.from_pretrained(path)
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
