@@ -2,8 +2,10 @@
 
 The n rollouts of a GRPO group start from the same prompt, which on the curriculum is ~900
 tokens against ~30 generated ones. The exact update runs every (prompt + completion)
-sequence forward and backward; this one runs each distinct prompt once under ``no_grad``,
-repeats its keys and values across the group, and runs only the completions with gradient.
+sequence forward and backward; this one runs the group's common prompt prefix once under
+``no_grad`` (a later step's prompt, which holds the rollout's own earlier messages, extends a
+copy of it), repeats the keys and values across the rollouts that share a prompt, and runs
+only the completions with gradient.
 
 The log-probs are the same numbers (up to float rounding). The gradient is not: what
 would flow back through the prompt positions' keys and values is dropped, so the update
