@@ -7,7 +7,8 @@ in its own process (`tooluse-train`). The report compares:
 - wall-clock training time (rollout + update + weight sync, evaluations excluded) for each run
   to first reach the target held-out reward: the vanilla run's final held-out reward;
 - the final held-out reward of both;
-- the fraction of update compute (generated tokens in the update) spent on zero-advantage rollouts;
+- the fraction of update compute (generated tokens run forward and backward) spent on zero-advantage
+  rollouts (0 with `--skip-zero-advantage`, which applies the exact skip to both arms);
 - the rollout / update / sync time split.
 
 It writes ``grpo_efficiency.json`` and ``grpo_efficiency.png`` to --out.
@@ -50,6 +51,7 @@ def variant_overrides(name: str, args: argparse.Namespace) -> list[str]:
         "eval.at_start=true",
         "export_final=false",
         f"save_every={10**6}",
+        f"update.skip_zero_advantage={str(args.skip_zero_advantage).lower()}",
     ]
     shared += [*(SHORT_SET if args.short else ()), *args.set]
     if name == "vanilla":
@@ -74,6 +76,9 @@ def summarize(run_dir: Path) -> dict[str, Any]:
     metrics, evals = _jsonl(run_dir / "metrics.jsonl"), _jsonl(run_dir / "eval.jsonl")
     update_tokens = sum(m["update/tokens"] for m in metrics)
     zero_tokens = sum(m["update/tokens"] * m["update/zero_adv_token_frac"] for m in metrics)
+    # tokens that ran forward/backward (fewer than update_tokens with update.skip_zero_advantage)
+    computed = sum(m.get("update/computed_tokens", m["update/tokens"]) for m in metrics)
+    computed_zero = max(0.0, computed - (update_tokens - zero_tokens))
     episodes = _jsonl(run_dir / "episodes.jsonl")
     used = [e for e in episodes if e["train"]["used"]]
     return {
@@ -90,6 +95,8 @@ def summarize(run_dir: Path) -> dict[str, Any]:
         "prompts_skipped": sum(m["filter/skipped_prompts"] for m in metrics if _first_step_of_epoch(m, metrics)),
         "update_tokens": update_tokens,
         "zero_advantage_update_frac": zero_tokens / update_tokens if update_tokens else 0.0,
+        "computed_update_tokens": computed,
+        "zero_advantage_compute_frac": computed_zero / computed if computed else 0.0,
         "zero_advantage_rollouts_frac": sum(e["train"]["advantage"] == 0.0 for e in used) / len(used) if used else 0.0,
         "train_reward_mean": sum(m["rollout/reward_mean"] for m in metrics) / len(metrics) if metrics else 0.0,
     }
@@ -177,6 +184,11 @@ def main(argv: list[str] | None = None) -> int:
         "--eval-every", type=int, default=None, help="steps between evaluations (default: ~2 per epoch)"
     )
     parser.add_argument("--k", type=int, default=1, help="filter streak threshold")
+    parser.add_argument(
+        "--skip-zero-advantage",
+        action="store_true",
+        help="both arms skip the forward/backward of zero-advantage samples (exact; see UpdateConfig)",
+    )
     parser.add_argument("--set", nargs="*", default=[], help="extra config overrides for both arms (key=value)")
     for key, value in FULL.items():
         parser.add_argument(
@@ -225,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, run in runs.items():
         print(
             f"{name}: final {run['final_heldout_reward']:.3f}, train {run['train_time_s']:.0f}s, "
-            f"split {run['time_split_s']}, zero-adv update frac {run['zero_advantage_update_frac']:.2f}"
+            f"split {run['time_split_s']}, zero-adv share of update tokens {run['zero_advantage_update_frac']:.2f} "
+            f"(of computed tokens {run['zero_advantage_compute_frac']:.2f})"
         )
     return 0
 

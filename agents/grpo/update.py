@@ -42,6 +42,10 @@ class UpdateConfig:
         detach_prompt: Run each distinct prompt once without gradient and back-propagate only the
             completions (`agents.grpo.shared_prompt`): same log-probs, but the gradient through the
             prompt positions is dropped. Off by default (exact); several times cheaper on a CPU.
+        skip_zero_advantage: Run no forward/backward pass for samples whose advantage is 0 (zero-variance
+            groups). Exact: with no KL and no entropy term such a sample's gradient is 0, and its tokens
+            still count in the token-mean normalizer, so the update is the same as without skipping.
+            Refused together with a KL or entropy term (there the sample's gradient is not 0).
     """
 
     lr: float = 1e-6
@@ -56,12 +60,18 @@ class UpdateConfig:
     ppo_epochs: int = 1
     micro_batch_tokens: int = 8192
     detach_prompt: bool = False
+    skip_zero_advantage: bool = False
 
     def __post_init__(self) -> None:
         if self.mini_batches < 1 or self.ppo_epochs < 1:
             raise ValueError("mini_batches and ppo_epochs must be >= 1")
         if not 0 <= self.clip_low < 1 or self.clip_high < 0:
             raise ValueError(f"bad clip range ({self.clip_low}, {self.clip_high})")
+        if self.skip_zero_advantage and (self.kl_coef or self.entropy_coef):
+            raise ValueError(
+                "skip_zero_advantage is exact only without KL and entropy terms "
+                f"(kl_coef={self.kl_coef}, entropy_coef={self.entropy_coef})"
+            )
 
 
 class PolicyUpdater:
@@ -82,23 +92,39 @@ class PolicyUpdater:
         """Update on the samples; returns loss statistics (zeros when there is nothing to learn from)."""
         cfg = self.config
         if not samples:
-            return {**describe([]), "update/grad_norm": 0.0, "update/optimizer_steps": 0}
+            return {**describe([]), "update/grad_norm": 0.0, "update/optimizer_steps": 0, "update/computed_tokens": 0}
+        chunks = _split(samples, cfg.mini_batches)
+        # token-mean over every sample of a mini-batch, computed or not (skipping is then exact)
+        normalizers = [max(1, sum(len(s.completion_ids) for s in chunk)) for chunk in chunks]
+        if cfg.skip_zero_advantage:
+            chunks = [[s for s in chunk if s.advantage != 0.0] for chunk in chunks]
         self.policy.model.train()
         try:
-            old = self._old_logprobs(samples) if cfg.mini_batches > 1 or cfg.ppo_epochs > 1 else None
+            multi = cfg.mini_batches > 1 or cfg.ppo_epochs > 1
+            old = self._old_logprobs([s for chunk in chunks for s in chunk]) if multi else None
             terms: list[LossTerms] = []
             norms = []
             for _ in range(cfg.ppo_epochs):
-                for chunk in _split(samples, cfg.mini_batches):
-                    terms.extend(self._accumulate(chunk, old))
+                for chunk, normalizer in zip(chunks, normalizers, strict=True):
+                    terms.extend(self._accumulate(chunk, old, normalizer))
+                    if not chunk:  # all skipped: a zero gradient, so AdamW's momentum step still happens
+                        for p in self.policy.trainable():
+                            p.grad = torch.zeros_like(p)
                     norms.append(self._optimizer_step())
         finally:
             self.policy.model.eval()
-        return {**describe(terms), "update/grad_norm": max(norms), "update/optimizer_steps": len(norms)}
+        computed = sum(len(s.completion_ids) for chunk in chunks for s in chunk)
+        return {
+            **describe(terms),
+            "update/grad_norm": max(norms),
+            "update/optimizer_steps": len(norms),
+            "update/computed_tokens": computed,
+        }
 
-    def _accumulate(self, samples: Sequence[Sample], old: dict[Sample, torch.Tensor] | None) -> list[LossTerms]:
+    def _accumulate(
+        self, samples: Sequence[Sample], old: dict[Sample, torch.Tensor] | None, normalizer: int
+    ) -> list[LossTerms]:
         cfg, pad = self.config, self.policy.tokenizer.pad_token_id
-        normalizer = max(1, sum(len(s.completion_ids) for s in samples))
         out = []
         for micro in self._micro_batches(samples):
             batch = collate(micro, pad)
