@@ -152,8 +152,9 @@ class PromptCache:
         """The cache holding exactly `ids` (computed from the longest reusable prefix)."""
         import torch
 
-        keep = next((i for i, (a, b) in enumerate(zip(self.ids, ids, strict=False)) if a != b), None)
-        keep = min(len(self.ids), len(ids)) if keep is None else keep
+        from agents.grpo.shared_prompt import common_prefix_len
+
+        keep = common_prefix_len([self.ids, ids])
         if self.cache is None or not hasattr(self.cache, "layers"):
             keep = 0
         if keep == 0:

@@ -163,9 +163,9 @@ class Policy:
             for start in range(0, states.shape[0], LOGIT_CHUNK):
                 h, t = states[start : start + LOGIT_CHUNK], targets[start : start + LOGIT_CHUNK]
                 if torch.is_grad_enabled():
-                    lp, ent = checkpoint(_head_logprobs, head, h, t, scale, with_entropy, use_reentrant=False)
+                    lp, ent = checkpoint(head_logprobs, head, h, t, scale, with_entropy, use_reentrant=False)
                 else:
-                    lp, ent = _head_logprobs(head, h, t, scale, with_entropy)
+                    lp, ent = head_logprobs(head, h, t, scale, with_entropy)
                 logps.append(lp)
                 entropies.append(ent)
         logprobs = torch.cat(logps) if logps else states.new_zeros(0, dtype=torch.float32)
@@ -186,9 +186,10 @@ class Policy:
                     yield name + ".weight", module.base_layer.weight + module.get_delta_weight("default")
 
 
-def _head_logprobs(
+def head_logprobs(
     head: torch.nn.Module, states: torch.Tensor, targets: torch.Tensor, scale: float, with_entropy: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-probs of `targets` (and entropies, or an empty tensor) from hidden `states` through the output head."""
     logits = head(states).float() * scale
     norm = torch.logsumexp(logits, dim=-1)
     logprobs = logits.gather(-1, targets[:, None])[:, 0] - norm

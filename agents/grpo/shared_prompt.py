@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from agents.grpo.batch import Sample
-from agents.grpo.policy import LOGIT_CHUNK, Policy, _head_logprobs
+from agents.grpo.policy import LOGIT_CHUNK, Policy, head_logprobs
 
 
 def prompt_groups(samples: Sequence[Sample]) -> list[list[Sample]]:
@@ -35,7 +35,8 @@ def prompt_groups(samples: Sequence[Sample]) -> list[list[Sample]]:
     return list(groups.values())
 
 
-def _common_prefix(prompts: Sequence[tuple[int, ...]]) -> int:
+def common_prefix_len(prompts: Sequence[Sequence[int]]) -> int:
+    """How many leading tokens all `prompts` share."""
     first = prompts[0]
     n = min(len(p) for p in prompts)
     for i in range(n):
@@ -75,7 +76,7 @@ def shared_prompt_logprobs(
         for group in prompt_groups(samples):
             # The group's common prefix runs once; each distinct prompt extends a copy of it (a later
             # step's prompt holds the rollout's own earlier messages and tool results).
-            root_len = min(_common_prefix([s.prompt_ids for s in group]), min(len(s.prompt_ids) for s in group) - 1)
+            root_len = min(common_prefix_len([s.prompt_ids for s in group]), min(len(s.prompt_ids) for s in group) - 1)
             root = _forward_no_grad(decoder, group[0].prompt_ids[:root_len], None, device)
             distinct: dict[tuple[int, ...], list[Sample]] = {}
             for s in group:
@@ -129,7 +130,7 @@ def _completion_logprobs(
         lps, ents = [], []
         for start in range(0, len(targets), LOGIT_CHUNK):
             chunk = targets[start : start + LOGIT_CHUNK]
-            lp, ent = _head_logprobs(head, hidden[r, start : start + len(chunk)], chunk, scale, with_entropy)
+            lp, ent = head_logprobs(head, hidden[r, start : start + len(chunk)], chunk, scale, with_entropy)
             lps.append(lp)
             ents.append(ent)
         out[id(s)] = (torch.cat(lps), torch.cat(ents))
