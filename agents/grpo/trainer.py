@@ -25,7 +25,7 @@ from agents.base import SamplingConfig
 from agents.grpo.advantages import group_advantages, is_zero_variance
 from agents.grpo.batch import Sample
 from agents.grpo.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, set_rng_state
-from agents.grpo.config import GRPOConfig, TrainConfig, dump_config
+from agents.grpo.config import GRPOConfig, TrainConfig, dump_config, from_dict
 from agents.grpo.filtering import PromptFilter
 from agents.grpo.policy import Policy
 from agents.grpo.rollouts import RecordingAgent, Rollout, play_groups
@@ -110,7 +110,10 @@ class GRPOTrainer:
         path = self.files.run_dir / "config.yaml"
         mine = self.config.to_dict()
         if path.exists():
-            theirs = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            try:  # through the dataclasses, so a key added since that run reads as its default
+                theirs = from_dict(TrainConfig, yaml.safe_load(path.read_text(encoding="utf-8")) or {}).to_dict()
+            except (TypeError, ValueError) as exc:
+                raise RunConflict(f"{self.files.run_dir} holds a run this version cannot read: {exc}") from exc
             differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
             if set(differ) - set(RESUMABLE_CHANGES):
                 raise RunConflict(f"{self.files.run_dir} holds a run with other settings ({', '.join(differ)})")

@@ -7,6 +7,7 @@ import json
 
 import pytest
 import torch
+import yaml
 
 from agents.base import SamplingConfig
 from agents.grpo.config import load_config
@@ -134,3 +135,13 @@ def test_killed_run_resumes_exactly(tiny_model, tmp_path):
         assert _without_timing(_read(tmp_path / "a" / name)) == _without_timing(_read(tmp_path / "b" / name))
     with pytest.raises(RunConflict):
         GRPOTrainer(_config(tiny_model, tmp_path / "b", "update.lr=0.5"), train_pool=pool(), progress=False)
+    # a run written before a config key existed resumes (the key reads as its default) ...
+    saved = yaml.safe_load((tmp_path / "b" / "config.yaml").read_text())
+    del saved["update"]["skip_zero_advantage"]
+    (tmp_path / "b" / "config.yaml").write_text(yaml.safe_dump(saved))
+    assert GRPOTrainer(_config(tiny_model, tmp_path / "b", "max_steps=4"), train_pool=pool(), progress=False).step == 3
+    # ... and one with a key this version does not know is refused, not silently resumed
+    saved["update"]["no_such_knob"] = 1
+    (tmp_path / "b" / "config.yaml").write_text(yaml.safe_dump(saved))
+    with pytest.raises(RunConflict, match="cannot read"):
+        GRPOTrainer(_config(tiny_model, tmp_path / "b", "max_steps=4"), train_pool=pool(), progress=False)
