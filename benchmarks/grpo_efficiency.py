@@ -15,6 +15,10 @@ It writes ``grpo_efficiency.json`` and ``grpo_efficiency.png`` to --out.
 
     python benchmarks/grpo_efficiency.py --out runs/grpo-efficiency            # full run (hours)
     python benchmarks/grpo_efficiency.py --short --out /tmp/grpo-eff-short     # a few minutes: proves it works
+
+`--heldout-limit 0` evaluates on the whole held-out split. With `--save-every N` a killed benchmark,
+started again with the same arguments, resumes each arm from its last checkpoint (training time is
+counted by the trainer, so the pause does not enter the comparison).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ def variant_overrides(name: str, args: argparse.Namespace) -> list[str]:
         f"epochs={args.epochs}",
         "max_steps=null",
         f"tasks.limit={args.train_limit}",
-        f"heldout.limit={args.heldout_limit}",
+        f"heldout.limit={args.heldout_limit or 'null'}",
         f"grpo.group_size={args.group_size}",
         f"grpo.prompts_per_step={args.prompts_per_step}",
         f"rollout.engine={args.engine}",
@@ -50,7 +54,7 @@ def variant_overrides(name: str, args: argparse.Namespace) -> list[str]:
         f"eval.every_steps={args.eval_every}",
         "eval.at_start=true",
         "export_final=false",
-        f"save_every={10**6}",
+        f"save_every={args.save_every or 10**6}",
         f"update.skip_zero_advantage={str(args.skip_zero_advantage).lower()}",
     ]
     shared += [*(SHORT_SET if args.short else ()), *args.set]
@@ -182,6 +186,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument(
         "--eval-every", type=int, default=None, help="steps between evaluations (default: ~2 per epoch)"
+    )
+    parser.add_argument(
+        "--save-every",
+        type=int,
+        default=None,
+        help="checkpoint every N steps, so a killed benchmark resumes where it stopped (default: at the end only)",
     )
     parser.add_argument("--k", type=int, default=1, help="filter streak threshold")
     parser.add_argument(
