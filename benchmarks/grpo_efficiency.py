@@ -16,15 +16,21 @@ It writes ``grpo_efficiency.json`` and ``grpo_efficiency.png`` to --out.
     python benchmarks/grpo_efficiency.py --out runs/grpo-efficiency            # full run (hours)
     python benchmarks/grpo_efficiency.py --short --out /tmp/grpo-eff-short     # a few minutes: proves it works
 
-`--heldout-limit 0` evaluates on the whole held-out split. With `--save-every N` a killed benchmark,
-started again with the same arguments, resumes each arm from its last checkpoint (training time is
-counted by the trainer, so the pause does not enter the comparison).
+`--train-limit 0` trains on the whole train split and `--heldout-limit 0` evaluates on the whole
+held-out split. With `--save-every N` a killed benchmark, started again with the same arguments,
+resumes each arm from its last checkpoint (training time is counted by the trainer, so the pause
+does not enter the comparison).
+
+A speed-up to the target is only reported when vanilla's held-out gain (final minus initial) is
+larger than twice its standard error (binomial, over the evaluation's episodes): a target that
+evaluation noise alone could reach measures nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import time
@@ -45,12 +51,12 @@ def variant_overrides(name: str, args: argparse.Namespace) -> list[str]:
         f"seed={args.seed}",
         f"epochs={args.epochs}",
         "max_steps=null",
-        f"tasks.limit={args.train_limit}",
+        f"tasks.limit={args.train_limit or 'null'}",
         f"heldout.limit={args.heldout_limit or 'null'}",
         f"grpo.group_size={args.group_size}",
         f"grpo.prompts_per_step={args.prompts_per_step}",
         f"rollout.engine={args.engine}",
-        f"rollout.max_tokens={args.max_tokens}",
+        *([f"rollout.max_tokens={args.max_tokens}"] if args.max_tokens else []),
         f"eval.every_steps={args.eval_every}",
         "eval.at_start=true",
         "export_final=false",
@@ -90,6 +96,7 @@ def summarize(run_dir: Path) -> dict[str, Any]:
         "curve": [
             {"elapsed_s": e["time/elapsed_s"], "step": e["step"], "reward": e["eval/heldout_reward"]} for e in evals
         ],
+        "heldout_episodes": evals[-1].get("episodes", 0),
         "initial_heldout_reward": evals[0]["eval/heldout_reward"],
         "final_heldout_reward": evals[-1]["eval/heldout_reward"],
         "train_time_s": metrics[-1]["time/elapsed_s"] if metrics else 0.0,
@@ -115,19 +122,35 @@ def time_to(curve: list[dict[str, Any]], target: float) -> float | None:
     return next((p["elapsed_s"] for p in curve if p["reward"] >= target - 1e-9), None)
 
 
+def gain_standard_error(initial: float, final: float, episodes: int) -> float:
+    """Standard error of the difference of two held-out rewards, each a mean over `episodes` 0/1 outcomes."""
+    if episodes <= 0:
+        return math.inf
+    return math.sqrt((initial * (1 - initial) + final * (1 - final)) / episodes)
+
+
 def compare(vanilla: dict[str, Any], efficient: dict[str, Any]) -> dict[str, Any]:
     target = vanilla["final_heldout_reward"]
     t_vanilla, t_efficient = time_to(vanilla["curve"], target), time_to(efficient["curve"], target)
-    learned = target > vanilla["initial_heldout_reward"]
+    gain = target - vanilla["initial_heldout_reward"]
+    se = gain_standard_error(vanilla["initial_heldout_reward"], target, vanilla["heldout_episodes"])
+    learned = gain > 0 and gain > 2 * se
     speedup = t_vanilla / t_efficient if learned and t_vanilla and t_efficient else None
     notes = []
-    if not learned:
+    if gain <= 0:
         notes.append("vanilla did not improve on its initial held-out reward: time-to-target is not meaningful")
+    elif not learned:
+        notes.append(
+            f"vanilla's held-out gain {gain:+.3f} is within two standard errors ({2 * se:.3f}) of evaluation "
+            "noise: time-to-target is not meaningful"
+        )
     if t_efficient is None:
         notes.append("the efficient run never reached the vanilla run's final held-out reward")
     return {
         "target_heldout_reward": target,
         "target_rule": "the vanilla run's final held-out reward",
+        "vanilla_gain": gain,
+        "vanilla_gain_se": se,
         "time_to_target_s": {"vanilla": t_vanilla, "efficient": t_efficient},
         "speedup_to_target": speedup,
         "total_train_time_ratio": vanilla["train_time_s"] / efficient["train_time_s"]
@@ -183,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--short", action="store_true", help="a few-minute configuration that proves the script works")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--engine", default="vllm", choices=("vllm", "hf"))
-    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--max-tokens", type=int, default=None, help="tokens per turn (default: the config's)")
     parser.add_argument(
         "--eval-every", type=int, default=None, help="steps between evaluations (default: ~2 per epoch)"
     )
@@ -210,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, key) is None:
             setattr(args, key, value)
     if args.eval_every is None:
+        if not args.train_limit:
+            parser.error("--train-limit 0 (the whole train split) needs an explicit --eval-every")
         prompts = args.train_limit  # next-turn prompts per epoch are at least the task count
         args.eval_every = max(1, prompts // args.prompts_per_step // 2)
     args.out.mkdir(parents=True, exist_ok=True)

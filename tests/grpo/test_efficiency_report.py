@@ -22,10 +22,11 @@ def curve(*points: tuple[float, float]) -> list[dict]:
     return [{"elapsed_s": t, "step": i, "reward": r} for i, (t, r) in enumerate(points)]
 
 
-def run(points: list[tuple[float, float]], train_time: float) -> dict:
+def run(points: list[tuple[float, float]], train_time: float, episodes: int = 1000) -> dict:
     c = curve(*points)
     return {
         "curve": c,
+        "heldout_episodes": episodes,
         "initial_heldout_reward": c[0]["reward"],
         "final_heldout_reward": c[-1]["reward"],
         "train_time_s": train_time,
@@ -92,3 +93,16 @@ def test_arm_overrides_differ_only_in_the_two_switches(bench):
     assert "grpo.update_size=null" in vanilla and "grpo.update_size=2" in efficient
     args.save_every = 2
     assert "save_every=2" in bench.variant_overrides("efficient", args)
+
+
+def test_a_vanilla_gain_within_evaluation_noise_gives_no_speedup(bench):
+    # 72 episodes, 0.625 -> 0.667: +3 episodes against a standard error of 0.080 (0.625*0.375 + 0.667*0.333
+    # = 0.4566; / 72 = 0.00634; sqrt = 0.0796), the second benchmark run's situation.
+    vanilla = run([(0, 0.625), (100, 0.667)], 100, episodes=72)
+    c = bench.compare(vanilla, run([(0, 0.625), (50, 0.667)], 50, episodes=72))
+    assert c["vanilla_gain_se"] == pytest.approx(0.0796, abs=1e-4)
+    assert c["speedup_to_target"] is None and c["meets_target"] is False
+    assert "within two standard errors" in c["notes"][0]
+    # the same rewards over 2,000 episodes: SE 0.0151, the gain counts
+    c = bench.compare(run([(0, 0.625), (100, 0.667)], 100, episodes=2000), run([(0, 0.625), (50, 0.667)], 50))
+    assert c["speedup_to_target"] == 2.0 and c["notes"] == []
