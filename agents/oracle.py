@@ -8,13 +8,13 @@ parity tests and smoke runs, not a model.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 
 from agents.base import AgentRequest, Generation, SamplingConfig
+from tooluse_gym.prompts import json_call_block
 
 END_OF_TURN = "Done."
 
@@ -35,8 +35,7 @@ class OracleAgent:
             return END_OF_TURN
         if request.tool_format == "python":
             return "[" + ", ".join(c.render() for c in calls) + "]"
-        blocks = (json.dumps({"name": c.name, "arguments": dict(c.arguments)}) for c in calls)
-        return "\n".join(f"<tool_call>{b}</tool_call>" for b in blocks)
+        return "\n".join(json_call_block(c.name, dict(c.arguments)) for c in calls)
 
     def act(self, env: gym.Env, observation: dict[str, Any]) -> str:
         """The next message for a single env (convenience for scripts and tests)."""

@@ -18,7 +18,14 @@ FUNCTIONS_PLACEHOLDER = "{functions}"
 SYSTEM_PROMPTS = ("bfcl", "strong", "none")
 """Named prompts; any other string is used as literal prompt text."""
 
-JSON_CALL_FORMAT = '<tool_call>{"name": "func_name1", "arguments": {"param1": "value1"}}</tool_call>'
+JSON_CALL_FORMAT = '<tool_call>\n{"name": "func_name1", "arguments": {"param1": "value1"}}\n</tool_call>'
+"""One call in the ``json`` format: each block on lines of its own, as the Qwen/Hermes chat format (and BFCL's
+handlers for it) expect."""
+
+
+def json_call_block(name: str, arguments: object) -> str:
+    """One call written in the ``json`` tool format (the shape `JSON_CALL_FORMAT` shows)."""
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
 
 _CALL_RULES = {
     "python": (

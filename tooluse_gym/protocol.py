@@ -29,6 +29,9 @@ class ProtocolCard:
         system_prompt_sha256: sha256 of the system prompt text actually sent ("" when none).
         tool_format: What the model is told to emit and the parser expects: ``python`` or ``json``.
         tool_results: How tool results are shown: ``tool_messages`` or ``user_message``.
+        decoder: How messages become calls: ``bfcl`` (exactly as bfcl_eval decodes and
+            executes them) or ``lenient`` (a friendlier parser). Cards written before this
+            knob existed read as ``lenient``, which is what those runs used.
         strict_tools: Held-out and excluded functions are refused when not offered.
         validate_args: Arguments are validated against the function schema before a call.
         max_steps_per_turn: Executing steps allowed in one turn before the episode is force-quit.
@@ -47,6 +50,7 @@ class ProtocolCard:
     system_prompt_sha256: str = ""
     tool_format: str = "python"
     tool_results: str = "tool_messages"
+    decoder: str = "lenient"
     strict_tools: bool = False
     validate_args: bool = True
     max_steps_per_turn: int = 20

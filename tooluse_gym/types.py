@@ -14,6 +14,10 @@ class ToolCall:
     `error` is set when the call was recognised but cannot be executed as written
     (a non-literal argument, malformed JSON arguments, ...). Such a call is not
     executed; the runtime returns the error to the model as the call's tool result.
+
+    `source` is set by the ``bfcl`` decoder: the call string exactly as bfcl_eval's
+    decoder writes it, which the runtime executes (`tooluse_gym.tools.call_strings`);
+    `arguments` then only shows its literal keyword arguments, for transcripts.
     """
 
     name: str
@@ -21,9 +25,12 @@ class ToolCall:
     positional: tuple[Any, ...] = ()
     call_id: str | None = None
     error: str | None = None
+    source: str | None = None
 
     def render(self) -> str:
         """Python call syntax, e.g. ``cd(folder='docs')`` (for transcripts, never for execution)."""
+        if self.source is not None:
+            return self.source
         parts = [repr(v) for v in self.positional]
         parts += [f"{k}={v!r}" for k, v in self.arguments.items()]
         return f"{self.name}({', '.join(parts)})"
@@ -37,6 +44,8 @@ class ToolCall:
             out["id"] = self.call_id
         if self.error is not None:
             out["error"] = self.error
+        if self.source is not None:
+            out["source"] = self.source
         return out
 
 

@@ -40,7 +40,23 @@ HOSTILE = [
     "\udcff\udcfe[cd(folder='\ud800')]",
     "\x00" * 1000,
     "[cd(folder='x')]" * 2000,
+    # BFCL's decoder evaluates arithmetic and writes dicts of dicts as nested calls, which its executor runs
+    "[cd(folder=2**10**10)]",
+    "[cd(folder='a'*10**10)]",
+    "[cd(folder=[1]*10**9)]",
+    "[cd(folder=1<<10**10)]",
+    "[cd(folder='%0999999999d' % 1)]",
+    f"[cd(folder={{'open': {{'file': '{CANARY}', 'mode': 'w'}}}})]",
+    "[cd(folder={'__import__': {'name': 'os'}})]",
+    f"[cd(folder={{'x': 1, 'y': {{'open': {{'file': '{CANARY}', 'mode': 'w'}}}}}})]",
+    f"[echo(content=0, file_name={{\"x': open('{CANARY}', 'w'), 'y\": 1}})]",
+    "[exit(code=1)]",
+    '<tool_call>\n{"name": "open", "arguments": {"file": "' + CANARY + '", "mode": "w"}}\n</tool_call>',
+    '<tool_call>\n{"name": "__import__(\'os\').system", "arguments": {"command": "touch '
+    + CANARY
+    + '"}}\n</tool_call>',
 ]
+DECODERS = ["bfcl", "lenient"]
 
 
 @pytest.fixture
@@ -49,10 +65,11 @@ def in_tmp(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.mark.parametrize("decoder", DECODERS)
 @pytest.mark.parametrize("category", ["base", "long_context"])
 @pytest.mark.parametrize("tool_format", ["python", "json"])
-def test_hostile_actions_never_execute_code(in_tmp, category, tool_format):
-    env = gym.make("ToolUse-MultiTurn-v0", category=category, tool_format=tool_format)
+def test_hostile_actions_never_execute_code(in_tmp, category, tool_format, decoder):
+    env = gym.make("ToolUse-MultiTurn-v0", category=category, tool_format=tool_format, decoder=decoder)
     tasks = [t for t in env.unwrapped.tasks if "MathAPI" in t.backends][:1] + env.unwrapped.tasks[:2]
     for task in tasks:
         for action in HOSTILE:
@@ -65,7 +82,7 @@ def test_hostile_actions_never_execute_code(in_tmp, category, tool_format):
 
 
 def test_hostile_calls_get_error_results(in_tmp):
-    env = gym.make("ToolUse-MultiTurn-v0", category="base")
+    env = gym.make("ToolUse-MultiTurn-v0", category="base", decoder="lenient")
     env.reset(options={"task_id": "multi_turn_base_0"})
     obs, *_ = env.step(f"[cd(folder=open('{CANARY}', 'w')), ls()]")
     first, second = obs["messages"][-2:]
@@ -75,8 +92,26 @@ def test_hostile_calls_get_error_results(in_tmp):
     assert obs["messages"][-1]["content"] == "Error during execution: name '_load_scenario' is not defined"
 
 
-def test_non_text_actions_do_not_raise():
-    env = gym.make("ToolUse-MultiTurn-v0", category="base")
+def test_hostile_calls_under_bfcl_decoding(in_tmp):
+    """BFCL passes a call without keywords on as its text, and would run a dict-of-dicts as a call."""
+    env = gym.make("ToolUse-MultiTurn-v0", category="base", decoder="bfcl")
+    env.reset(options={"task_id": "multi_turn_base_0"})
+    obs, *_ = env.step(f"[cd(folder=open('{CANARY}', 'w')), ls()]")
+    first, second = obs["messages"][-2:]
+    assert first["content"] == f'{{"error": "cd: \'open(\'{CANARY}\', \'w\')\': No such file or directory"}}'
+    assert second["content"].startswith('{"current_directory_content"')
+    obs, *_ = env.step(f"[cd(folder={{'open': {{'file': '{CANARY}', 'mode': 'w'}}}})]")
+    assert obs["messages"][-1]["content"] == "Error during execution: name 'open' is not defined"
+    obs, *_ = env.step("[_load_scenario(scenario=1)]")
+    assert obs["messages"][-1]["content"] == "Error during execution: name '_load_scenario' is not defined"
+    obs, *_ = env.step("[exit(code=1)]")
+    assert obs["messages"][-1]["content"] == "Error during execution: Function call exit is not allowed."
+    assert os.listdir(in_tmp) == []
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_non_text_actions_do_not_raise(decoder):
+    env = gym.make("ToolUse-MultiTurn-v0", category="base", decoder=decoder)
     for action in [
         b"\xff\xfe",
         None,
@@ -97,13 +132,19 @@ actions = st.one_of(
     st.text().map(lambda s: "<tool_call>" + s + "</tool_call>"),
     st.from_regex(r"\[[a-z_]{1,12}\((([a-z_]{1,8}=('[^']{0,8}'|-?[0-9]{1,4}|\[\]|None|True)), ?){0,3}\)\]"),
     st.dictionaries(st.sampled_from(["content", "tool_calls"]), st.text() | st.lists(st.text(), max_size=3)),
+    st.from_regex(r"\[[a-z]{1,6}\(a=(\{'[a-z]{1,4}': \{\}\}|-?[0-9]{1,3} ?[-+*/%]{1,2} ?-?[0-9]{1,3}|[a-z]{1,5})\)\]"),
 )
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(actions, min_size=1, max_size=6), st.sampled_from(["python", "json"]), st.integers(0, 799))
-def test_step_never_raises(in_tmp, batch, tool_format, index):
-    env = _ENVS[tool_format]
+@given(
+    st.lists(actions, min_size=1, max_size=6),
+    st.sampled_from(["python", "json"]),
+    st.sampled_from(DECODERS),
+    st.integers(0, 799),
+)
+def test_step_never_raises(in_tmp, batch, tool_format, decoder, index):
+    env = _ENVS[tool_format, decoder]
     obs, _ = env.reset(seed=index)
     for action in batch:
         obs, reward, terminated, truncated, info = env.unwrapped.step(action)
@@ -113,4 +154,8 @@ def test_step_never_raises(in_tmp, batch, tool_format, index):
     assert os.listdir(in_tmp) == []
 
 
-_ENVS = {fmt: gym.make("ToolUse-MultiTurn-v0", category="all", tool_format=fmt) for fmt in ("python", "json")}
+_ENVS = {
+    (fmt, decoder): gym.make("ToolUse-MultiTurn-v0", category="all", tool_format=fmt, decoder=decoder)
+    for fmt in ("python", "json")
+    for decoder in DECODERS
+}

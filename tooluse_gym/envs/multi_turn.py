@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import gymnasium as gym
 
 from tooluse_gym import __version__
-from tooluse_gym.envs.protocol_stack import TOOL_FORMATS, ProtocolKnobs
-from tooluse_gym.envs.tool_env import EnvConfig, ToolUseEnv
+from tooluse_gym.envs.protocol_stack import TOOL_FORMATS, ProtocolKnobs, check_choice
+from tooluse_gym.envs.tool_env import DECODERS, EnvConfig, ToolUseEnv, resolve_validate_args
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl
 
@@ -24,7 +24,8 @@ class MultiTurnEnv(ToolUseEnv):
     ## Arguments
     - `category`: ``base`` | ``miss_func`` | ``miss_param`` | ``long_context`` | ``all``.
     - `task_ids`: optional list of task ids to restrict the env to.
-    - `tool_format`, `strict_tools`, `validate_args`, `max_steps_per_turn`: see `EnvConfig`.
+    - `tool_format`, `decoder`, `strict_tools`, `validate_args`, `max_steps_per_turn`: see `EnvConfig`
+      (`validate_args` None: off under the ``bfcl`` decoder, on under ``lenient``).
     - `render_mode`: ``None`` or ``"ansi"``.
     - `holdout_prompting`: show held-out functions' docs in the notice (BFCL prompting mode).
     - `protocol`: the card to report; by default one for this env without wrappers.
@@ -39,15 +40,18 @@ class MultiTurnEnv(ToolUseEnv):
         task_ids: Sequence[str] | None = None,
         tool_format: str = "python",
         strict_tools: bool = False,
-        validate_args: bool = True,
+        validate_args: bool | None = None,
         max_steps_per_turn: int = bfcl.MAX_STEPS_PER_TURN,
         render_mode: str | None = None,
         *,
+        decoder: str = "bfcl",
         holdout_prompting: bool = False,
         protocol: ProtocolCard | None = None,
     ):
+        validate_args = resolve_validate_args(decoder, validate_args)
         config = EnvConfig(
             tool_format=tool_format,
+            decoder=decoder,
             strict_tools=strict_tools,
             validate_args=validate_args,
             max_steps_per_turn=max_steps_per_turn,
@@ -56,6 +60,7 @@ class MultiTurnEnv(ToolUseEnv):
         protocol = protocol or protocol_card(
             category=category,
             tool_format=tool_format,
+            decoder=decoder,
             strict_tools=strict_tools,
             validate_args=validate_args,
             max_steps_per_turn=max_steps_per_turn,
@@ -84,8 +89,9 @@ def make_multi_turn_env(
     system_prompt: str = "bfcl",
     tool_format: str = "python",
     tool_results: str = "tool_messages",
+    decoder: str = "bfcl",
     strict_tools: bool = False,
-    validate_args: bool = True,
+    validate_args: bool | None = None,
     max_steps_per_turn: int = bfcl.MAX_STEPS_PER_TURN,
     tokenizer: str | None = None,
     chat_template: str | None = None,
@@ -102,8 +108,11 @@ def make_multi_turn_env(
             ``{functions}`` placeholder in it receives the function list).
         tool_format: ``python`` (``[f(a=1)]``) | ``json`` (``<tool_call>{...}</tool_call>`` blocks).
         tool_results: ``tool_messages`` | ``user_message`` (BFCL's prompting handlers).
+        decoder: ``bfcl`` (default: messages decoded, executed and ended exactly as bfcl_eval
+            does, without eval) | ``lenient`` (a friendlier parser; see `EnvConfig.decoder`).
         strict_tools: Refuse held-out functions before their turn and excluded functions.
-        validate_args: Validate arguments against the function schema before calling.
+        validate_args: Validate arguments against the function schema before calling
+            (None: off under ``bfcl``, which runs every call BFCL would; on under ``lenient``).
         max_steps_per_turn: Executing steps allowed per turn (BFCL: 20).
         tokenizer: Add ``prompt`` rendered with this tokenizer's chat template (a local
             folder, a cached hub id, or ``smollm2-135m``).
@@ -121,8 +130,11 @@ def make_multi_turn_env(
     )
     if category != "all":
         bfcl.normalize_category(category)
+    check_choice("decoder", decoder, DECODERS)
+    validate_args = resolve_validate_args(decoder, validate_args)
     card = protocol_card(
         category=category,
+        decoder=decoder,
         strict_tools=strict_tools,
         validate_args=validate_args,
         max_steps_per_turn=max_steps_per_turn,
@@ -136,6 +148,7 @@ def make_multi_turn_env(
         validate_args,
         max_steps_per_turn,
         render_mode,
+        decoder=decoder,
         holdout_prompting=knobs.prompt.carries_tools,
         protocol=card,
     )

@@ -8,8 +8,8 @@ from pathlib import Path
 import gymnasium as gym
 
 from tooluse_gym import __version__
-from tooluse_gym.envs.protocol_stack import ProtocolKnobs
-from tooluse_gym.envs.tool_env import EnvConfig, ToolUseEnv
+from tooluse_gym.envs.protocol_stack import ProtocolKnobs, check_choice
+from tooluse_gym.envs.tool_env import DECODERS, EnvConfig, ToolUseEnv, resolve_validate_args
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.scenario import ScenarioSet, load_scenario_set
@@ -39,16 +39,19 @@ class ScenarioEnv(ToolUseEnv):
         categories: Sequence[str] | None = None,
         tool_format: str = "python",
         strict_tools: bool = False,
-        validate_args: bool = True,
+        validate_args: bool | None = None,
         max_steps_per_turn: int = MAX_STEPS_PER_TURN,
         render_mode: str | None = None,
         *,
+        decoder: str = "lenient",
         holdout_prompting: bool = False,
         protocol: ProtocolCard,
     ):
         tasks = select(scenarios, task_ids, categories)
+        validate_args = resolve_validate_args(decoder, validate_args)
         config = EnvConfig(
             tool_format=tool_format,
+            decoder=decoder,
             strict_tools=strict_tools,
             validate_args=validate_args,
             max_steps_per_turn=max_steps_per_turn,
@@ -93,8 +96,9 @@ def make_scenario_env(
     system_prompt: str = "bfcl",
     tool_format: str = "python",
     tool_results: str = "tool_messages",
+    decoder: str = "lenient",
     strict_tools: bool = False,
-    validate_args: bool = True,
+    validate_args: bool | None = None,
     max_steps_per_turn: int = MAX_STEPS_PER_TURN,
     tokenizer: str | None = None,
     chat_template: str | None = None,
@@ -106,6 +110,9 @@ def make_scenario_env(
         path: A scenario file, a folder of them, or a list of files/folders.
         task_ids: Restrict the env to these scenario ids.
         categories: Restrict the env to these scenario categories.
+        decoder: ``lenient`` by default here (scenario tasks have no official score to
+            match, and training gets a denser signal when each malformed call is answered
+            with its own error); ``bfcl`` decodes exactly as bfcl_eval does.
         Every other argument is the knob of the same name of ``ToolUse-MultiTurn-v0``
         (see `tooluse_gym.envs.multi_turn.make_multi_turn_env`).
     """
@@ -119,9 +126,12 @@ def make_scenario_env(
         chat_template=chat_template,
     )
     scenarios = load_scenario_set(path)
+    check_choice("decoder", decoder, DECODERS)
+    validate_args = resolve_validate_args(decoder, validate_args)
     card = ProtocolCard(
         env_id=ENV_ID,
         category=",".join(categories) if categories else "all",
+        decoder=decoder,
         strict_tools=strict_tools,
         validate_args=validate_args,
         max_steps_per_turn=max_steps_per_turn,
@@ -138,6 +148,7 @@ def make_scenario_env(
         validate_args,
         max_steps_per_turn,
         render_mode,
+        decoder=decoder,
         holdout_prompting=knobs.prompt.carries_tools,
         protocol=card,
     )

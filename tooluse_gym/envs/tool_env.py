@@ -16,12 +16,15 @@ from tooluse_gym.checker import CheckResult, EpisodeChecker, LiveTruth, TruthTur
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.spaces import AssistantAction, Conversation, ToolSchemas
 from tooluse_gym.tasks.schema import Task
+from tooluse_gym.tools.bfcl_decoding import parse_action_bfcl
 from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS, parse_action
 from tooluse_gym.tools.runtime import BackendHooks, CallRecord, ToolRuntime
 from tooluse_gym.tools.schemas import openai_tool
 from tooluse_gym.types import ParsedAction, StepRecord
 
 _RENDER_CLIP = 400
+DECODERS = ("bfcl", "lenient")
+"""How assistant messages are decoded into calls (see `EnvConfig.decoder`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,6 +34,11 @@ class EnvConfig:
     Attributes:
         tool_format: ``python`` (``[f(a=1)]``, BFCL's prompting format) or ``json``
             (``<tool_call>{...}</tool_call>`` blocks). Structured ``tool_calls`` always work.
+        decoder: ``bfcl`` decodes and executes each message exactly as bfcl_eval does
+            (`tooluse_gym.tools.bfcl_decoding`: keyword arguments only, a message that fails
+            to decode ends the turn, no argument validation), without eval; ``lenient`` is a
+            friendlier parser (positional arguments bound, code fences and prose around a
+            call list tolerated, each malformed call answered with its own error).
         strict_tools: Refuse calls to functions not offered at this point of the task
             (held-out functions before their turn, excluded functions). Off by default: BFCL
             executes every method of the involved classes.
@@ -43,6 +51,7 @@ class EnvConfig:
     """
 
     tool_format: str = "python"
+    decoder: str = "lenient"
     strict_tools: bool = False
     validate_args: bool = True
     max_steps_per_turn: int = 20
@@ -52,8 +61,15 @@ class EnvConfig:
     def __post_init__(self) -> None:
         if self.tool_format not in ("python", "json"):
             raise ValueError(f"tool_format must be 'python' or 'json', got {self.tool_format!r}")
+        if self.decoder not in DECODERS:
+            raise ValueError(f"decoder must be one of {', '.join(map(repr, DECODERS))}; got {self.decoder!r}")
         if self.max_steps_per_turn < 1:
             raise ValueError(f"max_steps_per_turn must be >= 1, got {self.max_steps_per_turn}")
+
+
+def resolve_validate_args(decoder: str, validate_args: bool | None) -> bool:
+    """Schema validation of arguments: off under ``bfcl`` (BFCL runs every call it decodes), else on."""
+    return decoder != "bfcl" if validate_args is None else bool(validate_args)
 
 
 class ToolUseEnv(gym.Env[dict, Any]):
@@ -148,7 +164,10 @@ class ToolUseEnv(gym.Env[dict, Any]):
     def step(self, action: Any):
         if self._done:
             raise gym.error.ResetNeeded("the episode has ended; call reset() before step()")
-        parsed = parse_action(action, self.config.tool_format)
+        if self.config.decoder == "bfcl":
+            parsed = parse_action_bfcl(action, self.config.tool_format)
+        else:
+            parsed = parse_action(action, self.config.tool_format)
         self.messages.append(self._assistant_message(action, parsed))
         info: dict[str, Any] = {"task_id": self.task.task_id, "turn": self.turn}
         if parsed.failure:

@@ -24,6 +24,7 @@ from functools import cache
 from typing import Any
 
 from tooluse_gym.tasks.schema import Task
+from tooluse_gym.tools.call_strings import run_call_string
 from tooluse_gym.tools.schemas import validation_error
 from tooluse_gym.types import ToolCall
 
@@ -50,6 +51,10 @@ class BackendHooks:
     isolate: Callable[[str, Any, bool], None] | None = None
     guard: Callable[[str, str, Mapping[str, Any]], str | None] | None = None
     validation_doc: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+
+
+class _Refused(Exception):
+    """A call the runtime refuses before running it."""
 
 
 @dataclass(frozen=True)
@@ -169,6 +174,8 @@ class ToolRuntime:
         return [self.execute_one(call, offered) for call in calls]
 
     def execute_one(self, call: ToolCall, offered: frozenset[str] | None = None) -> CallRecord:
+        if call.source is not None:
+            return self._execute_source(call, offered)
         if call.error is not None:
             return CallRecord(call, f"Error during execution: {call.error}", executed=False)
         backend = self._owner.get(call.name)
@@ -191,6 +198,32 @@ class ToolRuntime:
         if len(result) > MAX_RESULT_CHARS:
             result = result[:MAX_RESULT_CHARS] + "...[truncated]"
         return CallRecord(call, result, executed=True)
+
+    def _execute_source(self, call: ToolCall, offered: frozenset[str] | None) -> CallRecord:
+        """Run a BFCL call string (``decoder="bfcl"``) as BFCL's executor would, without eval."""
+        methods = self._owner.keys() if offered is None else self._owner.keys() & offered
+        invoked = []
+
+        def invoke(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            method = getattr(self.instances[self._owner[name]], name)
+            problem = self._check_bound(name, method, args, kwargs)
+            if problem is not None:
+                raise _Refused(f"invalid arguments for {name}: {problem}")
+            invoked.append(name)
+            return method(*args, **kwargs)
+
+        result = run_call_string(call.source, methods, invoke, stringify_result)
+        if len(result) > MAX_RESULT_CHARS:
+            result = result[:MAX_RESULT_CHARS] + "...[truncated]"
+        return CallRecord(call, result, executed=bool(invoked))
+
+    def _check_bound(self, name: str, method: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+        """The runtime's refusals for a call given by position and keyword (None: run it)."""
+        try:
+            bound = inspect.signature(method).bind(*args, **kwargs).arguments
+        except TypeError:  # the method itself raises Python's own TypeError for these
+            return "integer arguments must lie within +-2**63" if _too_big_int([args, kwargs]) else None
+        return self._check(self._owner[name], name, bound)
 
     def keyword_arguments(self, call: ToolCall) -> dict[str, Any]:
         """The call's arguments by parameter name (positional ones bound by the signature)."""

@@ -48,7 +48,6 @@ features read only the chat, the function docs and the candidates themselves.
 from __future__ import annotations
 
 import copy
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -58,6 +57,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from tooluse_gym.prompts import json_call_block
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.types import ToolCall
 from tooluse_gym.wrappers.features import STOPWORDS, conversation_state, featurize, observation_size, quoted_phrases
@@ -210,7 +210,7 @@ def render_message(call: ToolCall | None, tool_format: str, end_text: str) -> st
         return end_text
     if tool_format == "python":
         return "[" + call.render() + "]"
-    return "<tool_call>" + json.dumps({"name": call.name, "arguments": dict(call.arguments)}) + "</tool_call>"
+    return json_call_block(call.name, dict(call.arguments))
 
 
 # --- the candidate set ---------------------------------------------------------------------

@@ -22,7 +22,8 @@ def serialize_history(messages: list[dict[str, Any]], call_names: dict[str, str]
         content = m.get("content") or ""
         for call in m.get("tool_calls") or ():
             fn = call["function"]
-            content += f'\n<tool_call>{{"name": {json.dumps(fn["name"])}, "arguments": {fn["arguments"]}}}</tool_call>'
+            arguments = fn["arguments"]
+            content += f'\n<tool_call>\n{{"name": {json.dumps(fn["name"])}, "arguments": {arguments}}}\n</tool_call>'
         blocks.append(f"[{label}]\n{content.strip()}")
     return "\n\n".join(blocks)
 

@@ -1,0 +1,284 @@
+"""bfcl_eval's eval-time decoders, reproduced without `eval` (the ``decoder="bfcl"`` knob).
+
+BFCL turns each model response into *call strings* such as ``cd(folder='docs')`` and its
+executor evaluates those strings. This module produces the very same strings from the same
+inputs, and `tooluse_gym.tools.call_strings` runs them against the simulators without
+evaluating anything. Three response shapes, each as the handler BFCL uses for it:
+
+* python text, ``[f(a=1)]`` (prompting mode, ``default_decode_execute_prompting``):
+  only ``` ` ```, newlines and spaces are stripped from the ends, ``[ ]`` are added when
+  missing, and the text must then parse as a list of calls. Only keyword arguments are
+  kept (positional ones are dropped), a bare name becomes its string (``folder=docs`` is
+  ``'docs'``), a unary operator on a number negates it (whatever the operator), binary
+  arithmetic is computed (by `tooluse_gym.tools.arithmetic`, bounded), a call without
+  keywords becomes its source text, a call with keywords stays a nested call, a subscript
+  becomes its source text, and a dict whose values are all dicts is written as a call of
+  its first key. Anything else (prose, a code fence with a language tag, two lists, a
+  lambda, an attribute, a comprehension...) fails to decode, which ends the turn.
+* ``<tool_call>`` JSON text (``QwenFCHandler.decode_execute``): blocks must read
+  ``<tool_call>\\n{...}\\n</tool_call>``; blocks that are not JSON are skipped; every other
+  block must be an object with ``name`` and ``arguments``, or the response fails.
+* structured ``tool_calls`` (function-calling mode, ``convert_to_function_call``): each
+  call is ``{name: arguments_json}``; one call whose arguments are not a JSON object makes
+  the whole response fail.
+
+Text after the last ``</think>`` is decoded, as BFCL's handlers for reasoning models do.
+A response that fails to decode, or decodes to no call, ends the user turn.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from tooluse_gym.tools import arithmetic
+from tooluse_gym.tools.parsing import parse_python_calls
+from tooluse_gym.types import ParsedAction, ToolCall
+
+MAX_MESSAGE_CHARS = 65536
+MAX_CALLS_PER_MESSAGE = 64
+MAX_DEPTH = 100
+MAX_NODES = 20000
+
+_TOOL_CALL_BLOCK = re.compile(r"<tool_call>\n(.*?)\n</tool_call>", re.DOTALL)
+
+
+class DecodeError(ValueError):
+    """BFCL's decoder would raise on this response (the turn ends)."""
+
+
+def visible_response(text: str) -> str:
+    """The text BFCL's reasoning-model handlers decode: what follows the last ``</think>``."""
+    return text.split("</think>")[-1].lstrip("\n") if "</think>" in text else text
+
+
+# --- python text ---------------------------------------------------------------------
+
+
+def decode_python(text: str) -> list[str]:
+    """The call strings ``default_decode_execute_prompting(text)`` returns; raises `DecodeError`."""
+    result = text.strip("`\n ")
+    if not result.startswith("["):
+        result = "[" + result
+    if not result.endswith("]"):
+        result = result + "]"
+    cleaned = result.strip().strip("'")
+    try:
+        body = ast.parse(cleaned, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        raise DecodeError(f"not a Python call list ({type(e).__name__})") from None
+    if isinstance(body, ast.Call):
+        nodes = [body]
+    elif isinstance(body, (ast.List, ast.Tuple, ast.Set)):
+        nodes = body.elts
+    else:
+        raise DecodeError(f"not a list of calls ({type(body).__name__})")
+    if not all(isinstance(n, ast.Call) for n in nodes):
+        raise DecodeError("the list holds something other than calls")
+    if len(nodes) > MAX_CALLS_PER_MESSAGE:
+        raise DecodeError(f"more than {MAX_CALLS_PER_MESSAGE} calls in one message")
+    budget = [MAX_NODES]
+    decoded = [_resolve_call(n, 0, budget) for n in nodes]
+    try:
+        return [_call_string(name, args) for call in decoded for name, args in call.items()]
+    except (ValueError, RecursionError) as e:  # e.g. an int too long to print
+        raise DecodeError(f"cannot write the call ({type(e).__name__})") from None
+
+
+def _resolve_call(node: ast.Call, depth: int, budget: list[int]) -> dict[str, dict[Any, Any]]:
+    parts = []
+    func = node.func
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if isinstance(func, ast.Name):
+        parts.append(func.id)
+    return {".".join(reversed(parts)): {kw.arg: _resolve(kw.value, depth + 1, budget) for kw in node.keywords}}
+
+
+def _resolve(node: ast.expr, depth: int, budget: list[int]) -> Any:
+    """An argument's value as BFCL's ``resolve_ast_by_type`` computes it."""
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_DEPTH:
+        raise DecodeError("argument value too large")
+    if isinstance(node, ast.Constant):
+        return "..." if node.value is Ellipsis else node.value
+    if isinstance(node, ast.UnaryOp):  # BFCL negates the operand's value, whatever the operator
+        operand = node.operand
+        if isinstance(operand, ast.Constant) and type(operand.value) in (int, float, complex, bool):
+            return -operand.value
+        raise DecodeError("a unary operator on something other than a number")
+    if isinstance(node, ast.List):
+        return [_resolve(e, depth + 1, budget) for e in node.elts]
+    if isinstance(node, ast.Tuple):
+        return tuple(_resolve(e, depth + 1, budget) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise DecodeError("** inside a dict")
+        try:
+            return {
+                _resolve(k, depth + 1, budget): _resolve(v, depth + 1, budget)
+                for k, v in zip(node.keys, node.values, strict=True)
+            }
+        except TypeError:
+            raise DecodeError("unhashable dict key") from None
+    if isinstance(node, ast.BinOp):
+        try:
+            return arithmetic.evaluate(node, depth, budget)
+        except arithmetic.NotEvaluated as e:
+            raise DecodeError(f"arithmetic not evaluated: {e}") from None
+        except (ArithmeticError, TypeError, ValueError, MemoryError, RecursionError) as e:
+            raise DecodeError(f"arithmetic fails ({type(e).__name__})") from None
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Call):
+        return _unparse(node) if not node.keywords else _resolve_call(node, depth + 1, budget)
+    if isinstance(node, ast.Subscript):
+        return _unparse(node.value) + "[" + _unparse(node.slice) + "]"
+    raise DecodeError(f"unsupported argument ({type(node).__name__})")
+
+
+def _unparse(node: ast.AST) -> str:
+    try:
+        return ast.unparse(node)
+    except (RecursionError, ValueError) as e:
+        raise DecodeError(f"cannot write the argument ({type(e).__name__})") from None
+
+
+def _nested(value: Any) -> str:
+    """BFCL's ``parse_nested_value``: a dict of dicts is a call of its first key."""
+    if isinstance(value, dict):
+        if all(isinstance(v, dict) for v in value.values()):
+            if not value:
+                raise DecodeError("an empty dict as an argument (BFCL's decoder fails on it)")
+            name = next(iter(value))
+            return _call_string(name, value[name])
+        return "{" + ", ".join(f"'{k}': {_nested(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def _call_string(name: Any, args: Mapping[Any, Any]) -> str:
+    return f"{name}({', '.join(f'{k}={_nested(v)}' for k, v in args.items())})"
+
+
+# --- JSON in text and structured calls -------------------------------------------------
+
+
+def decode_function_calls(calls: Any) -> list[str]:
+    """The call strings ``convert_to_function_call(calls)`` returns; raises `DecodeError`.
+
+    `calls` is BFCL's function-calling response: a list of ``{name: arguments}`` dicts
+    (arguments a JSON string or a dict), or one such dict.
+    """
+    if type(calls) is dict:
+        calls = [calls]
+    if isinstance(calls, str):  # a text reply: BFCL iterates its characters and fails (or finds none)
+        if calls:
+            raise DecodeError("a text reply has no function calls")
+        return []
+    if not isinstance(calls, Sequence) or len(calls) > MAX_CALLS_PER_MESSAGE:
+        raise DecodeError("function calls must be a list (of at most 64)")
+    out = []
+    for call in calls:
+        if not isinstance(call, Mapping):
+            raise DecodeError("each function call must be a {name: arguments} object")
+        for name, arguments in call.items():
+            if type(arguments) is str:
+                if len(arguments) > MAX_MESSAGE_CHARS:
+                    raise DecodeError(f"arguments of {name} are too long")
+                try:
+                    arguments = json.loads(arguments)
+                except (ValueError, RecursionError) as e:
+                    raise DecodeError(f"arguments of {name} are not valid JSON: {str(e)[:200]}") from None
+            if not isinstance(arguments, Mapping):
+                raise DecodeError(f"arguments of {name} are not a JSON object")
+            try:
+                out.append(f"{name}({','.join(f'{k}={v!r}' for k, v in arguments.items())})")
+            except (ValueError, RecursionError) as e:
+                raise DecodeError(f"cannot write the call ({type(e).__name__})") from None
+    return out
+
+
+def decode_tool_call_tags(text: str) -> list[str]:
+    """The call strings ``QwenFCHandler.decode_execute(text)`` returns; raises `DecodeError`."""
+    items = []
+    for block in _TOOL_CALL_BLOCK.findall(text):
+        try:
+            items.append(json.loads(block))
+        except (ValueError, RecursionError):
+            continue  # BFCL skips blocks that are not JSON
+    if len(items) > MAX_CALLS_PER_MESSAGE:
+        raise DecodeError(f"more than {MAX_CALLS_PER_MESSAGE} calls in one message")
+    if any(type(item) is not dict for item in items):
+        raise DecodeError("every <tool_call> must hold a JSON object")
+    try:
+        calls = [{item["name"]: item["arguments"]} for item in items]
+    except (KeyError, TypeError) as e:
+        raise DecodeError(f"a <tool_call> lacks 'name' or 'arguments' ({type(e).__name__})") from None
+    return decode_function_calls(calls)
+
+
+# --- actions ---------------------------------------------------------------------------
+
+
+def parse_action_bfcl(action: Any, tool_format: str) -> ParsedAction:
+    """Decode an env action as BFCL would; every call carries its call string as `source`.
+
+    A dict action with a ``tool_calls`` key is a function-calling response; otherwise the
+    text (a string, or a dict's ``content``) is decoded in `tool_format`.
+    """
+    if isinstance(action, Mapping):
+        content = action.get("content") if isinstance(action.get("content"), str) else ""
+        if "tool_calls" in action:
+            raw = action["tool_calls"]
+            ids = [c.get("id") if isinstance(c, Mapping) else None for c in raw] if isinstance(raw, list) else []
+            return _parsed(content, lambda: decode_function_calls(_fc_response(raw, content)), ids)
+        action = content
+    if not isinstance(action, str):
+        return ParsedAction(content="", failure=f"action must be str or dict, got {type(action).__name__}")
+    if len(action) > MAX_MESSAGE_CHARS:
+        return ParsedAction(content=action, failure=f"message longer than {MAX_MESSAGE_CHARS} characters")
+    visible = visible_response(action)
+    if tool_format == "python":
+        return _parsed(action, lambda: decode_python(visible))
+    if tool_format == "json":
+        return _parsed(action, lambda: decode_tool_call_tags(visible))
+    raise ValueError(f"unknown tool_format {tool_format!r}; expected 'python' or 'json'")
+
+
+def _fc_response(raw_calls: Any, content: str) -> Any:
+    """OpenAI ``tool_calls`` as BFCL's handler sees them: ``[{name: arguments}]``, or the text when none."""
+    if not raw_calls:
+        return content if raw_calls is None else []
+    if not isinstance(raw_calls, Sequence) or isinstance(raw_calls, (str, bytes)):
+        raise DecodeError("tool_calls must be a list")
+    out = []
+    for raw in raw_calls:
+        fn = raw.get("function", raw) if isinstance(raw, Mapping) else None
+        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
+            raise DecodeError("each tool call needs function.name")
+        out.append({fn["name"]: fn.get("arguments", "")})
+    return out
+
+
+def _parsed(content: str, decode: Callable[[], list[str]], ids: Sequence[Any] = ()) -> ParsedAction:
+    try:
+        strings = decode()
+    except DecodeError as e:
+        return ParsedAction(content=content, failure=str(e))
+    calls = []
+    for i, source in enumerate(strings):
+        call_id = ids[i] if i < len(ids) and isinstance(ids[i], str) else None
+        calls.append(ToolCall(name=source.split("(", 1)[0], arguments=_shown(source), call_id=call_id, source=source))
+    return ParsedAction(content=content, calls=tuple(calls))
+
+
+def _shown(source: str) -> dict[str, Any]:
+    """The call's arguments for transcripts, where they are plain literals (else none are shown)."""
+    parsed = parse_python_calls(source)
+    if len(parsed.calls) != 1 or parsed.calls[0].error or parsed.calls[0].positional:
+        return {}
+    return dict(parsed.calls[0].arguments)
