@@ -1,4 +1,7 @@
-"""The ground truth still scores 800/800 under every protocol combination (the oracle writes the configured format)."""
+"""The ground truth still scores 800/800 under every protocol combination and both decoders.
+
+The oracle writes the configured format with keyword arguments (BFCL's decoder drops positional ones).
+"""
 
 from __future__ import annotations
 
@@ -15,14 +18,15 @@ COMBINATIONS = list(
         ["keep", "strip", "last"],
         ["bfcl", "strong", "none", "You call tools.\n{functions}"],
         ["python", "json"],
+        ["bfcl", "lenient"],
     )
 )
 
 
 @pytest.mark.parametrize("index", range(len(COMBINATIONS)))
 def test_oracle_scores_800_of_800(index, all_tasks):
-    template, reasoning, system_prompt, tool_format = COMBINATIONS[index]
-    tool_results = ("tool_messages", "user_message")[(index // 2 + index) % 2]  # both, for either format
+    template, reasoning, system_prompt, tool_format, decoder = COMBINATIONS[index]
+    tool_results = ("tool_messages", "user_message")[(index // 4 + index // 2) % 2]  # both, for either format
     env = gym.make(
         "ToolUse-MultiTurn-v0",
         category="all",
@@ -31,6 +35,7 @@ def test_oracle_scores_800_of_800(index, all_tasks):
         system_prompt=system_prompt,
         tool_format=tool_format,
         tool_results=tool_results,
+        decoder=decoder,
     )
     agent = OracleAgent()
     failed = [t.task_id for t in all_tasks if run_episode(env, agent, t.task_id)[0] != 1.0]
