@@ -19,10 +19,19 @@ import tooluse_gym  # noqa: F401  (registers the env ids)
 from agents.base import Agent, Generation, SamplingConfig
 from agents.episode import EpisodeWriter, read_episodes
 from agents.report import sensitivity_figure, write_run_report
-from agents.results import format_pass_table, format_table, spread, summarize
+from agents.results import (
+    clean_caption,
+    clean_subset,
+    format_clean_table,
+    format_pass_table,
+    format_table,
+    spread,
+    summarize,
+)
 from agents.rollout import RolloutJob, run_rollouts
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl
+from tooluse_gym.tasks.known_issues import KnownIssues, load_known_issues
 
 ENV_ID = "ToolUse-MultiTurn-v0"
 SCENARIO_ENV_ID = "ToolUse-Scenario-v0"
@@ -237,7 +246,7 @@ def run_eval(
             if owned:
                 agent.close()
     episodes = [e for e in read_episodes(episodes_path)[0] if (e["task_id"], e["seed"]) in wanted]
-    summary = summarize(episodes)
+    summary = summarize(episodes, known_issues_for(config.env_id))
     agent_info = episodes[0]["agent"] if episodes else {"name": config.agent}
     results = {
         "protocol": card.to_dict(),
@@ -249,6 +258,11 @@ def run_eval(
     (out / "results.json").write_text(json.dumps(results, indent=2))
     write_run_report(out, summary, card.to_dict(), agent_info, dataclasses.asdict(config.sampling))
     return results
+
+
+def known_issues_for(env_id: str | None) -> KnownIssues | None:
+    """The known-issues registry for BFCL runs (its clean subset is reported); None for other task sources."""
+    return load_known_issues() if env_id == ENV_ID else None
 
 
 def _slug(combo: Mapping[str, Any]) -> str:
@@ -336,7 +350,12 @@ def sweep_markdown(data: Mapping[str, Any]) -> str:
 
 
 def compare_runs(a: Path, b: Path) -> tuple[str, dict[str, Any]]:
-    """Per-category differences (B - A) with CIs, per-task disagreements, and protocol differences."""
+    """Per-category differences (B - A) with CIs, per-task disagreements, and protocol differences.
+
+    For two BFCL runs, the differences over the clean subset (tasks the known-issues registry
+    does not list, recomputed from both runs' episodes with the current registry) follow the
+    official ones, and disagreeing tasks the registry lists are marked.
+    """
     ra, rb = (json.loads((Path(p) / "results.json").read_text()) for p in (a, b))
     card_a, card_b = ProtocolCard.from_dict(ra["protocol"]), ProtocolCard.from_dict(rb["protocol"])
     differences = card_a.differences(card_b)
@@ -345,39 +364,77 @@ def compare_runs(a: Path, b: Path) -> tuple[str, dict[str, Any]]:
         lines += ["!" * 78, "WARNING: the protocol cards differ; these results are NOT comparable:"]
         lines += [f"  {k}: {va!r} (A) vs {vb!r} (B)" for k, (va, vb) in differences.items()]
         lines += ["!" * 78, ""]
-    rows = []
-    sa, sb = ra["summary"], rb["summary"]
-    for name in [*sorted(set(sa["categories"]) | set(sb["categories"])), "overall"]:
-        x = sa["overall"] if name == "overall" else sa["categories"].get(name)
-        y = sb["overall"] if name == "overall" else sb["categories"].get(name)
-        if not x or not y:
-            continue
-        diff = y["mean"] - x["mean"]
-        ci = (x["ci95"] ** 2 + y["ci95"] ** 2) ** 0.5 if x["ci95"] is not None and y["ci95"] is not None else None
-        rows.append({"category": name, "a": x["mean"], "b": y["mean"], "diff": diff, "ci95": ci})
-    lines += ["| category | A (%) | B (%) | B - A (points) | 95% CI |", "|---|---|---|---|---|"]
-    for r in rows:
-        ci = f"±{100 * r['ci95']:.1f}" if r["ci95"] is not None else "n/a"
-        lines.append(f"| {r['category']} | {100 * r['a']:.1f} | {100 * r['b']:.1f} | {100 * r['diff']:+.1f} | {ci} |")
-    per_task = [_task_means(Path(p) / "episodes.jsonl") for p in (a, b)]
+    rows = _diff_rows(ra["summary"], rb["summary"])
+    lines += ["Official score (all tasks):", ""]
+    lines += _diff_table(rows)
+    episodes = [read_episodes(Path(p) / "episodes.jsonl")[0] for p in (a, b)]
+    registry = known_issues_for(ra["protocol"].get("env_id"))
+    if known_issues_for(rb["protocol"].get("env_id")) is None:
+        registry = None
+    clean: dict[str, Any] | None = None
+    if registry is not None:
+        ca, cb = (clean_subset(e, registry) for e in episodes)
+        excluded = sorted(set(ca["excluded_tasks"]) | set(cb["excluded_tasks"]))
+        clean = {"registry_version": registry.version, "excluded_tasks": excluded, "categories": _diff_rows(ca, cb)}
+        lines += [
+            "",
+            f"Clean subset (tasks not in the known-issues registry {registry.version}; "
+            f"{len(excluded)} of the runs' tasks left out):",
+            "",
+        ]
+        lines += _diff_table(clean["categories"])
+    per_task = [_task_means(e) for e in episodes]
     shared = sorted(set(per_task[0]) & set(per_task[1]))
     disagree = [t for t in shared if (per_task[0][t] >= 0.5) != (per_task[1][t] >= 0.5)]
+
+    def issue(task_id: str) -> str | None:
+        entry = registry.get(task_id) if registry is not None else None
+        return entry.kind if entry is not None else None
+
     lines += [
         "",
         f"{len(disagree)} of {len(shared)} shared tasks disagree (mean reward across seeds >= 0.5 in one run only):",
     ]
-    lines += [f"  {t}: A {per_task[0][t]:.2f}  B {per_task[1][t]:.2f}" for t in disagree[:50]]
+    for t in disagree[:50]:
+        mark = f"  [known issue: {issue(t)}]" if issue(t) else ""
+        lines.append(f"  {t}: A {per_task[0][t]:.2f}  B {per_task[1][t]:.2f}{mark}")
     data = {
         "protocol_differences": {k: list(v) for k, v in differences.items()},
         "categories": rows,
-        "disagreements": [{"task_id": t, "a": per_task[0][t], "b": per_task[1][t]} for t in disagree],
+        "disagreements": [
+            {"task_id": t, "a": per_task[0][t], "b": per_task[1][t], "known_issue": issue(t)} for t in disagree
+        ],
     }
+    if clean is not None:
+        data["clean"] = clean
     return "\n".join(lines), data
 
 
-def _task_means(path: Path) -> dict[str, float]:
+def _diff_rows(sa: Mapping[str, Any], sb: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """B - A per category and overall, with the CI of the difference, from two summaries' accuracies."""
+    rows = []
+    for name in [*sorted(set(sa["categories"]) | set(sb["categories"])), "overall"]:
+        x = sa["overall"] if name == "overall" else sa["categories"].get(name)
+        y = sb["overall"] if name == "overall" else sb["categories"].get(name)
+        if not x or not y or x["mean"] is None or y["mean"] is None:
+            continue
+        diff = y["mean"] - x["mean"]
+        ci = (x["ci95"] ** 2 + y["ci95"] ** 2) ** 0.5 if x["ci95"] is not None and y["ci95"] is not None else None
+        rows.append({"category": name, "a": x["mean"], "b": y["mean"], "diff": diff, "ci95": ci})
+    return rows
+
+
+def _diff_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    lines = ["| category | A (%) | B (%) | B - A (points) | 95% CI |", "|---|---|---|---|---|"]
+    for r in rows:
+        ci = f"±{100 * r['ci95']:.1f}" if r["ci95"] is not None else "n/a"
+        lines.append(f"| {r['category']} | {100 * r['a']:.1f} | {100 * r['b']:.1f} | {100 * r['diff']:+.1f} | {ci} |")
+    return lines
+
+
+def _task_means(episodes: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     rewards: dict[str, list[float]] = {}
-    for e in read_episodes(path)[0]:
+    for e in episodes:
         rewards.setdefault(e["task_id"], []).append(float(e["reward"]))
     return {t: sum(v) / len(v) for t, v in rewards.items()}
 
@@ -388,4 +445,6 @@ def results_table(results: Mapping[str, Any]) -> str:
     table = format_table(summary)
     if len(summary.get("seeds", ())) > 1 and summary.get("pass_at_k"):
         table += "\n\n" + format_pass_table(summary)
+    if summary.get("clean"):
+        table += "\n\n" + clean_caption(summary) + "\n\n" + format_clean_table(summary)
     return table

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agents.results import format_table
+from agents.results import clean_caption, format_clean_table, format_table
 
 
 def _pyplot() -> Any:
@@ -60,6 +60,7 @@ def write_run_report(
         "",
         "![accuracy](accuracy.png)",
         "",
+        *known_issues_section(summary),
         "## Failures",
         "",
         f"- checker verdicts: {json.dumps(summary['checker_errors'])}",
@@ -82,6 +83,25 @@ def write_run_report(
     path = out / "report.md"
     path.write_text("\n".join(lines))
     return path
+
+
+def known_issues_section(summary: Mapping[str, Any]) -> list[str]:
+    """Report lines for a BFCL run: official vs clean-subset accuracy, and the run's known-issue tasks."""
+    clean = summary.get("clean")
+    if not clean:
+        return []
+    from tooluse_gym.tasks.known_issues import load_known_issues
+
+    registry = load_known_issues()
+    lines = ["## Official score and clean subset", "", clean_caption(summary), "", format_clean_table(summary), ""]
+    if clean["excluded_tasks"]:
+        lines += ["| task | issue | source |", "|---|---|---|"]
+        for task_id in clean["excluded_tasks"]:
+            entry = registry.get(task_id)
+            kind, source = (entry.kind, entry.source) if entry else ("(not in the current registry)", "-")
+            lines.append(f"| {task_id} | {kind} | {source} |")
+        lines.append("")
+    return lines
 
 
 def sensitivity_figure(rows: Sequence[Mapping[str, Any]], path: Path) -> None:

@@ -11,7 +11,10 @@ import math
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tooluse_gym.tasks.known_issues import KnownIssues
 
 # two-sided 95% Student-t critical values by degrees of freedom (1..30); 1.96 beyond
 _T95 = [
@@ -59,23 +62,10 @@ def spread(values: Sequence[float]) -> dict[str, Any]:
     return {"n": n, "mean": mean, "std": std, "ci95": ci, "min": min(values), "max": max(values)}
 
 
-def summarize(episodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Accuracy per category per seed, their spread, overall accuracy, errors and tokens."""
-    rewards: dict[tuple[str, int], list[float]] = defaultdict(list)
-    errors: Counter[str] = Counter()
-    checker_errors: Counter[str] = Counter()
-    tokens = Counter()
-    per_task: dict[tuple[str, str], list[float]] = defaultdict(list)
-    count = 0
-    for ep in episodes:
-        count += 1
-        rewards[(ep["category"], ep["seed"])].append(float(ep["reward"]))
-        per_task[(ep["category"], ep["task_id"])].append(float(ep["reward"]))
-        if ep.get("error"):
-            errors[ep["error"]["type"]] += 1
-        elif ep.get("checker") and ep["checker"].get("error_type"):
-            checker_errors[ep["checker"]["error_type"]] += 1
-        tokens.update(ep.get("tokens", {}))
+def _accuracy(
+    rewards: Mapping[tuple[str, int], Sequence[float]],
+) -> tuple[list[int], dict[str, dict[str, Any]], dict[str, Any]]:
+    """(seeds, per-category accuracy, overall accuracy) from rewards by (category, seed)."""
     categories = sorted({c for c, _ in rewards})
     seeds = sorted({s for _, s in rewards})
     per_category = {}
@@ -87,20 +77,86 @@ def summarize(episodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             **spread(list(per_seed.values())),
         }
     overall_per_seed = {
-        s: statistics.fmean(statistics.fmean(rewards[(c, s)]) for c in categories if (c, s) in rewards) for s in seeds
+        s: statistics.fmean(statistics.fmean(rewards[(c, s)]) for c in categories if (c, s) in rewards)
+        for s in seeds
+        if any((c, s) in rewards for c in categories)
     }
-    return {
-        "episodes": count,
+    overall = {"per_seed": {str(s): v for s, v in overall_per_seed.items()}, **spread(list(overall_per_seed.values()))}
+    return seeds, per_category, overall
+
+
+def summarize(episodes: Iterable[Mapping[str, Any]], known_issues: KnownIssues | None = None) -> dict[str, Any]:
+    """Accuracy per category per seed, their spread, overall accuracy, errors and tokens.
+
+    With `known_issues` (BFCL runs) the summary also has ``clean``: the same accuracies over
+    the tasks the registry does not list (`clean_subset`).
+    """
+    episodes = list(episodes)
+    rewards: dict[tuple[str, int], list[float]] = defaultdict(list)
+    errors: Counter[str] = Counter()
+    checker_errors: Counter[str] = Counter()
+    tokens = Counter()
+    per_task: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for ep in episodes:
+        rewards[(ep["category"], ep["seed"])].append(float(ep["reward"]))
+        per_task[(ep["category"], ep["task_id"])].append(float(ep["reward"]))
+        if ep.get("error"):
+            errors[ep["error"]["type"]] += 1
+        elif ep.get("checker") and ep["checker"].get("error_type"):
+            checker_errors[ep["checker"]["error_type"]] += 1
+        tokens.update(ep.get("tokens", {}))
+    seeds, per_category, overall = _accuracy(rewards)
+    summary = {
+        "episodes": len(episodes),
         "seeds": seeds,
         "categories": per_category,
-        "overall": {
-            "per_seed": {str(s): v for s, v in overall_per_seed.items()},
-            **spread(list(overall_per_seed.values())),
-        },
+        "overall": overall,
         "pass_at_k": pass_at_k(per_task),
         "agent_errors": dict(errors),
         "checker_errors": dict(checker_errors),
         "tokens": dict(tokens),
+    }
+    if known_issues is not None:
+        summary["clean"] = clean_subset(episodes, known_issues)
+    return summary
+
+
+def clean_subset(episodes: Iterable[Mapping[str, Any]], known_issues: KnownIssues) -> dict[str, Any]:
+    """Accuracy over the episodes of tasks the known-issues registry does not list.
+
+    Same shape as `summarize`'s ``categories`` and ``overall`` (per seed, mean, std, 95% CI),
+    plus each category's ``tasks`` and ``excluded_tasks`` counts, the run's tasks the registry
+    lists (``excluded_tasks``) and the registry's version. A category whose tasks are all
+    listed has no accuracy (mean None); the overall accuracy is the unweighted mean of the
+    categories that keep tasks.
+    """
+    rewards: dict[tuple[str, int], list[float]] = defaultdict(list)
+    tasks: dict[str, set[str]] = defaultdict(set)
+    excluded: dict[str, set[str]] = defaultdict(set)
+    excluded_episodes = 0
+    kept = 0
+    for ep in episodes:
+        category, task_id = ep["category"], ep["task_id"]
+        tasks[category].add(task_id)
+        if task_id in known_issues:
+            excluded[category].add(task_id)
+            excluded_episodes += 1
+            continue
+        kept += 1
+        rewards[(category, ep["seed"])].append(float(ep["reward"]))
+    _, per_category, overall = _accuracy(rewards)
+    categories = {}
+    for c in sorted(tasks):
+        row = per_category.get(c) or {"episodes": 0, "per_seed": {}, **spread([])}
+        categories[c] = {**row, "tasks": len(tasks[c] - excluded[c]), "excluded_tasks": len(excluded[c])}
+    return {
+        "registry_version": known_issues.version,
+        "registry_bfcl_version": known_issues.bfcl_version,
+        "episodes": kept,
+        "excluded_episodes": excluded_episodes,
+        "excluded_tasks": sorted(t for ids in excluded.values() for t in ids),
+        "categories": categories,
+        "overall": overall,
     }
 
 
@@ -156,3 +212,42 @@ def format_table(summary: Mapping[str, Any]) -> str:
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}"
+
+
+def clean_caption(summary: Mapping[str, Any]) -> str:
+    """One sentence on what the clean subset leaves out, with the registry's version."""
+    clean = summary["clean"]
+    total = sum(row["tasks"] + row["excluded_tasks"] for row in clean["categories"].values())
+    return (
+        f"Clean subset: the tasks not listed in the known-issues registry {clean['registry_version']} "
+        f"(checked on bfcl-eval {clean['registry_bfcl_version']}); it leaves out {len(clean['excluded_tasks'])} "
+        f"of this run's {total} tasks ({clean['excluded_episodes']} episodes). "
+        "Official = all tasks, as BFCL scores them."
+    )
+
+
+def format_clean_table(summary: Mapping[str, Any]) -> str:
+    """A Markdown table: the official accuracy (%) over all tasks beside the clean-subset accuracy, per category."""
+    clean = summary["clean"]
+    lines = [
+        "| category | episodes | official (%) | clean tasks | clean episodes | clean (%) | clean 95% CI "
+        "| known-issue tasks |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    rows = [(name, row, clean["categories"].get(name)) for name, row in summary["categories"].items()]
+    for name, row, kept in rows:
+        kept = kept or {"tasks": 0, "excluded_tasks": 0, "episodes": 0, "mean": None, "ci95": None}
+        lines.append(
+            f"| {name} | {row['episodes']} | {_pct(row['mean'])} | {kept['tasks']} | {kept['episodes']} | "
+            f"{_pct(kept['mean'])} | {_ci(kept['ci95'])} | {kept['excluded_tasks']} |"
+        )
+    tasks = sum(r["tasks"] for r in clean["categories"].values())
+    lines.append(
+        f"| **overall** | {summary['episodes']} | {_pct(summary['overall']['mean'])} | {tasks} | {clean['episodes']} | "
+        f"{_pct(clean['overall']['mean'])} | {_ci(clean['overall']['ci95'])} | {len(clean['excluded_tasks'])} |"
+    )
+    return "\n".join(lines)
+
+
+def _ci(value: float | None) -> str:
+    return f"±{_pct(value)}" if value is not None else "n/a"

@@ -127,3 +127,53 @@ def test_compare_warns_when_protocols_differ(tmp_path, capsys):
     )
     assert "protocol cards differ" in captured.err
     assert "| overall | 100.0 | 100.0 | +0.0 |" in captured.out and "0 of 8 shared tasks disagree" in captured.out
+
+
+def test_bfcl_results_and_report_give_the_official_and_the_clean_score(tmp_path, capsys):
+    from tooluse_gym.tasks.known_issues import load_known_issues
+
+    out = tmp_path / "oracle"
+    ids = ("multi_turn_base_4", "multi_turn_base_5", "multi_turn_miss_func_160", "multi_turn_miss_func_161")
+    assert run("run", "--agent", "oracle", "--task-ids", *ids, "--out", str(out)) == 0
+    summary = json.loads((out / "results.json").read_text())["summary"]
+    clean = summary["clean"]
+    assert clean["registry_version"] == load_known_issues().version
+    assert clean["excluded_tasks"] == ["multi_turn_base_4", "multi_turn_miss_func_160"]
+    assert clean["categories"]["base"]["tasks"] == 1 and clean["categories"]["base"]["excluded_tasks"] == 1
+    assert clean["overall"]["mean"] == summary["overall"]["mean"] == 1.0
+    report = (out / "report.md").read_text()
+    assert "## Official score and clean subset" in report and f"registry {clean['registry_version']}" in report
+    assert "| multi_turn_base_4 | wrong_ground_truth | https://github.com/ShishirPatil/gorilla/issues/1367 |" in report
+    assert "leaves out 2 of this run's 4 tasks" in capsys.readouterr().out
+
+
+def test_scenario_runs_have_no_clean_subset(tmp_path):
+    out = tmp_path / "scenarios"
+    args = ("run", "--agent", "oracle", "--scenarios", "scenarios/curriculum/heldout.yaml", "--limit", "1")
+    assert run(*args, "--out", str(out)) == 0
+    assert "clean" not in json.loads((out / "results.json").read_text())["summary"]
+    assert "clean subset" not in (out / "report.md").read_text()
+
+
+def test_compare_shows_the_official_and_the_clean_differences(tmp_path, capsys):
+    """The TUI fixture runs with one disagreeing task renamed to a task the registry lists."""
+    from pathlib import Path
+
+    from tooluse_gym.tasks.known_issues import registry_version
+
+    data = Path(__file__).resolve().parents[1] / "tui" / "data"
+    runs = []
+    for name in ("run_a", "run_b"):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "results.json").write_text((data / name / "results.json").read_text())
+        text = (data / name / "episodes.jsonl").read_text()
+        (folder / "episodes.jsonl").write_text(text.replace('"multi_turn_miss_param_0"', '"multi_turn_miss_param_4"'))
+        runs.append(folder)
+    assert run("compare", *map(str, runs)) == 0
+    out = capsys.readouterr().out
+    official, clean = out.split("Clean subset")
+    assert "Official score (all tasks)" in official and "| miss_param | 25.0 | 50.0 | +25.0 |" in official
+    assert f"registry {registry_version()}; 1 of the runs' tasks left out" in clean
+    assert "| miss_param | 0.0 | 100.0 | +100.0 |" in clean  # only miss_param_100 is left
+    assert "multi_turn_miss_param_4: A 0.50  B 0.00  [known issue: wrong_ground_truth]" in clean

@@ -68,3 +68,60 @@ def test_the_printed_table_adds_pass_at_k_only_with_several_seeds():
     assert "| a | 1 | 3 | 33.3 | 100.0 | 0.0 | 0.0 | 100.0 |" in text
     one = summarize([ep("a", 0, 1.0, task_id="t")])
     assert "pass@k" not in results_table({"summary": one})
+
+
+def _registry(*task_ids):
+    from tooluse_gym.tasks.known_issues import KnownIssues
+
+    entries = [
+        {"task_id": t, "kind": "time_dependent", "summary": "s", "evidence": "e", "source": "u"} for t in task_ids
+    ]
+    return KnownIssues.from_dict({"version": "2026.12.1", "bfcl_version": "2026.3.23", "entries": entries})
+
+
+def _clean_episodes():
+    rewards = {
+        ("base", "t1"): (1.0, 1.0),
+        ("base", "t2"): (0.0, 1.0),
+        ("base", "x1"): (0.0, 0.0),
+        ("miss_func", "m1"): (0.0, 1.0),
+        ("miss_func", "x2"): (1.0, 1.0),
+        ("long_context", "x3"): (1.0, 0.0),  # every task of the category is listed
+    }
+    return [ep(c, s, r[s], task_id=t) for (c, t), r in rewards.items() for s in (0, 1)]
+
+
+def test_clean_subset_leaves_out_listed_tasks():
+    episodes = _clean_episodes()
+    plain = summarize(episodes)
+    s = summarize(episodes, _registry("x1", "x2", "x3", "not_in_this_run"))
+    assert "clean" not in plain and {k: v for k, v in s.items() if k != "clean"} == plain  # official unchanged
+    clean = s["clean"]
+    assert clean["registry_version"] == "2026.12.1" and clean["registry_bfcl_version"] == "2026.3.23"
+    assert clean["excluded_tasks"] == ["x1", "x2", "x3"]
+    assert (clean["episodes"], clean["excluded_episodes"]) == (6, 6)
+    base, miss, long = (clean["categories"][c] for c in ("base", "miss_func", "long_context"))
+    assert base["per_seed"] == {"0": 0.5, "1": 1.0} and base["mean"] == 0.75
+    assert (base["tasks"], base["excluded_tasks"], base["episodes"]) == (2, 1, 4)
+    assert miss["per_seed"] == {"0": 0.0, "1": 1.0} and (miss["tasks"], miss["excluded_tasks"]) == (1, 1)
+    assert long["mean"] is None and (long["tasks"], long["excluded_tasks"], long["episodes"]) == (0, 1, 0)
+    # overall = unweighted mean of the categories that keep tasks: seed 0 (0.5 + 0) / 2, seed 1 (1 + 1) / 2
+    assert clean["overall"]["per_seed"] == {"0": 0.25, "1": 1.0} and clean["overall"]["mean"] == 0.625
+    # the official overall still averages all three categories
+    assert s["overall"]["per_seed"] == {"0": pytest.approx((1 / 3 + 0.5 + 1) / 3), "1": pytest.approx((2 / 3 + 1) / 3)}
+
+
+def test_clean_table_and_caption_show_both_scores():
+    from agents.evaluate import results_table
+    from agents.results import clean_caption, format_clean_table
+
+    s = summarize(_clean_episodes(), _registry("x1", "x2", "x3"))
+    table = format_clean_table(s)
+    assert "| base | 6 | 50.0 | 2 | 4 | 75.0 | ±317.6 | 1 |" in table
+    assert "| long_context | 2 | 50.0 | 0 | 0 | - | n/a | 1 |" in table
+    assert "| **overall** | 12 | 58.3 | 3 | 6 | 62.5 |" in table
+    caption = clean_caption(s)
+    assert "registry 2026.12.1" in caption and "leaves out 3 of this run's 6 tasks (6 episodes)" in caption
+    printed = results_table({"summary": s})
+    assert format_table(s) in printed and table in printed
+    assert "clean" not in results_table({"summary": summarize(_clean_episodes())}).lower()
