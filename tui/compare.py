@@ -1,7 +1,9 @@
 """`CompareScreen`: two evaluation runs side by side.
 
-Accuracy per category with 95% CIs, the protocol cards with differing fields highlighted,
-and the tasks the runs disagree on; `a`/`b` (or Enter for A) open a task's episode.
+Accuracy per category with 95% CIs (for BFCL runs also over the clean subset: the tasks the
+known-issues registry does not list), the protocol cards with differing fields highlighted,
+and the tasks the runs disagree on, marked when the registry lists them; `a`/`b` (or Enter
+for A) open a task's episode.
 """
 
 from __future__ import annotations
@@ -21,11 +23,16 @@ from textual.widgets import Header, Static
 
 from tui.data import EpisodeStore
 from tui.episode import EpisodeHost, TranscriptView
-from tui.runs import Comparison, Disagreement, compare, load_results, short_name
+from tui.runs import CategoryRow, Comparison, Disagreement, compare, load_results, short_name
 from tui.table import Column, RowTable
-from tui.widgets import KeyBar
+from tui.widgets import KeyBar, issue_cell
 
-DISAGREEMENT_COLUMNS = (Column("task id", 30), Column("A reward", 8, "right"), Column("B reward", 8, "right"))
+DISAGREEMENT_COLUMNS = (
+    Column("task id", 30),
+    Column("A reward", 8, "right"),
+    Column("B reward", 8, "right"),
+    Column("known issue", 11),
+)
 
 
 def _pct(mean: float | None, ci: float | None) -> str:
@@ -58,15 +65,24 @@ def accuracy_table(comparison: Comparison) -> Table:
     for title in ("category", "A (%)", "B (%)", "B - A"):
         table.add_column(title, justify="left" if title == "category" else "right", no_wrap=True)
     for row in comparison.categories:
-        diff = row.diff
-        style = "" if diff is None or diff == 0 else ("green" if diff > 0 else "red")
-        table.add_row(
-            Text(row.category, style="bold" if row.category == "overall" else ""),
-            _pct(row.a, row.a_ci),
-            _pct(row.b, row.b_ci),
-            Text("-" if diff is None else f"{100 * diff:+.1f}", style=style),
-        )
+        table.add_row(*_accuracy_cells(row))
+    if comparison.registry_version is not None:
+        table.add_section()
+        table.add_row(Text("clean subset", style="italic dim"))
+        for row in comparison.clean:
+            table.add_row(*_accuracy_cells(row))
     return table
+
+
+def _accuracy_cells(row: CategoryRow) -> list[str | Text]:
+    diff = row.diff
+    style = "" if diff is None or diff == 0 else ("green" if diff > 0 else "red")
+    return [
+        Text(row.category, style="bold" if row.category == "overall" else ""),
+        _pct(row.a, row.a_ci),
+        _pct(row.b, row.b_ci),
+        Text("-" if diff is None else f"{100 * diff:+.1f}", style=style),
+    ]
 
 
 def disagreement_cells(d: Disagreement) -> list[str | Text]:
@@ -74,6 +90,7 @@ def disagreement_cells(d: Disagreement) -> list[str | Text]:
         d.task_id,
         Text(f"{d.a:.2f}", style="green" if d.a >= 0.5 else "red"),
         Text(f"{d.b:.2f}", style="green" if d.b >= 0.5 else "red"),
+        issue_cell(d.task_id) if d.known_issue else "",
     ]
 
 
@@ -148,7 +165,12 @@ class CompareScreen(EpisodeHost, Screen[None]):
                 f"⚠ the protocol cards differ in {', '.join(differing)}: these results are NOT directly comparable"
             )
         self.query_one("#card", Static).update(card_table(c))
-        self.query_one("#accuracy", Static).update(accuracy_table(c))
+        accuracy = self.query_one("#accuracy", Static)
+        accuracy.update(accuracy_table(c))
+        if c.registry_version is not None:
+            accuracy.border_subtitle = (
+                f"clean: known-issues registry {c.registry_version}, {len(c.excluded_tasks)} tasks out"
+            )
         self.query_one("#disagree-title", Static).update(
             f"{len(c.disagreements)} of {c.shared_tasks} shared tasks disagree"
             " (mean reward over seeds >= 0.5 in one run only) · Enter/a opens A's episode, b opens B's"

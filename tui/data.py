@@ -9,12 +9,15 @@ writer finishes it.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import sys
 import threading
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +134,43 @@ class JsonlFile:
                 yield i, f.read(self._ends[i] - self._starts[i])
 
 
+_REGISTRY_MODULE = "tooluse_gym.tasks.known_issues"
+
+
+@cache
+def known_issues() -> Any:
+    """The BFCL known-issues registry (`tooluse_gym.tasks.known_issues.KnownIssues`), or None.
+
+    Its module is loaded from its file when the package is not imported yet: importing the
+    `tooluse_gym` package registers the gym environments, which imports gymnasium. A
+    registry that cannot be found or read gives None (no task is marked).
+    """
+    module = sys.modules.get(_REGISTRY_MODULE)
+    try:
+        if module is None:
+            package = importlib.util.find_spec("tooluse_gym")
+            locations = list(package.submodule_search_locations or []) if package else []
+            if not locations:
+                return None
+            spec = importlib.util.spec_from_file_location(
+                "_tui_known_issues", Path(locations[0]) / "tasks" / "known_issues.py"
+            )
+            if spec is None or spec.loader is None:
+                return None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+        return module.load_known_issues()
+    except (OSError, ValueError, ImportError):
+        return None
+
+
+def known_issue(task_id: str) -> Any:
+    """The registry entry of `task_id` (``kind``, ``label``, ``summary``, ``source``), or None."""
+    registry = known_issues()
+    return registry.get(task_id) if registry is not None else None
+
+
 @dataclass(frozen=True)
 class EpisodeSummary:
     """One row of the episode table: what the record says, without its transcript."""
@@ -145,6 +185,8 @@ class EpisodeSummary:
     steps: int
     error_type: str | None
     tokens: int
+    known_issue: str | None = None
+    """The kind of known BFCL issue the task has (`known_issue`), or None."""
 
     @property
     def failed(self) -> bool:
@@ -169,6 +211,7 @@ class EpisodeSummary:
                 steps=sum(len(t.get("steps") or []) for t in turns),
                 error_type=error_type(record),
                 tokens=int(tokens.get("prompt", 0)) + int(tokens.get("completion", 0)),
+                known_issue=getattr(known_issue(str(record["task_id"])), "kind", None),
             )
         except (TypeError, ValueError, AttributeError):
             return None
@@ -280,6 +323,7 @@ SORT_COLUMNS: dict[str, Callable[[EpisodeSummary], Any] | None] = {
     "steps": lambda s: s.steps,
     "error type": lambda s: s.error_type or "",
     "tokens": lambda s: s.tokens,
+    "known issue": lambda s: s.known_issue or "",
 }
 """Ways to sort the episode table: name -> key (None keeps the file's order)."""
 

@@ -22,7 +22,7 @@ from tui.data import SORT_COLUMNS, EpisodeFilter, EpisodeStore, select
 from tui.episode import EpisodeHost, TranscriptView
 from tui.runs import short_name
 from tui.table import RowTable
-from tui.widgets import EPISODE_COLUMNS, KeyBar, episode_cells, short_error
+from tui.widgets import EPISODE_COLUMNS, ISSUE_MARK, KeyBar, episode_cells, short_error
 
 _SORTS = list(SORT_COLUMNS)
 
@@ -141,6 +141,9 @@ class ReplayScreen(EpisodeHost, Screen[None]):
         self.query_one("#filters", Static).update(filters)
         shown = len(self.query_one(RowTable).items)
         parts = [f"{len(summaries)} episodes", f"{failed} failed", f"{shown} shown"]
+        flagged = sum(s.known_issue is not None for s in summaries)
+        if flagged:
+            parts.append(f"{flagged} on known-issue tasks ({ISSUE_MARK})")
         if not self.loaded:
             parts.append(f"reading {len(self.store.file)} lines…")
         health = self.store.health.describe()

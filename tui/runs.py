@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.results import summarize
-from tui.data import EpisodeStore, EpisodeSummary
+from agents.results import clean_subset, summarize
+from tui.data import EpisodeStore, EpisodeSummary, known_issue, known_issues
 
+BFCL_ENV_ID = "ToolUse-MultiTurn-v0"
+"""Runs of this env are BFCL runs: their clean subset (tasks not in the known-issues registry) is shown."""
 EPISODES = "episodes.jsonl"
 METRICS = "metrics.jsonl"
 RESULTS = "results.json"
@@ -128,6 +130,8 @@ class Disagreement:
     task_id: str
     a: float
     b: float
+    known_issue: str | None = None
+    """The kind of known BFCL issue the task has, or None."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,12 @@ class Comparison:
     card: tuple[CardRow, ...]
     disagreements: tuple[Disagreement, ...]
     shared_tasks: int
+    clean: tuple[CategoryRow, ...] = ()
+    """Accuracy over the clean subset (BFCL runs; empty otherwise)."""
+    registry_version: str | None = None
+    """The known-issues registry the clean subset leaves out (None: not BFCL runs)."""
+    excluded_tasks: tuple[str, ...] = ()
+    """The tasks of either run that the registry lists."""
 
 
 def load_results(run: Path, summaries: Sequence[EpisodeSummary], store: EpisodeStore) -> dict[str, Any]:
@@ -153,7 +163,8 @@ def load_results(run: Path, summaries: Sequence[EpisodeSummary], store: EpisodeS
             pass
     episodes = [r for r in (store.record(s.line) for s in summaries) if r is not None]
     protocol = (episodes[0].get("protocol") or {}) if episodes else {}
-    return {"protocol": protocol, "summary": summarize(episodes)}
+    registry = known_issues() if protocol.get("env_id") == BFCL_ENV_ID else None
+    return {"protocol": protocol, "summary": summarize(episodes, registry)}
 
 
 def compare(
@@ -163,22 +174,47 @@ def compare(
 ) -> Comparison:
     """Per-category accuracy with CIs, protocol card fields, and the tasks the two runs disagree on."""
     sa, sb = (r.get("summary") or {} for r in results)
-    cats_a, cats_b = sa.get("categories") or {}, sb.get("categories") or {}
-    rows = []
-    for name in [*sorted(set(cats_a) | set(cats_b)), "overall"]:
-        x = sa.get("overall") if name == "overall" else cats_a.get(name)
-        y = sb.get("overall") if name == "overall" else cats_b.get(name)
-        x, y = x or {}, y or {}
-        rows.append(CategoryRow(name, x.get("mean"), x.get("ci95"), y.get("mean"), y.get("ci95")))
+    rows = _category_rows(sa, sb)
     card_a, card_b = (dict(r.get("protocol") or {}) for r in results)
     keys = [*card_a, *(k for k in card_b if k not in card_a)]
     card = tuple(CardRow(k, card_a.get(k), card_b.get(k)) for k in keys if k != "seed")
     means = [_task_means(s) for s in summaries]
     shared = sorted(set(means[0]) & set(means[1]))
     disagree = tuple(
-        Disagreement(t, means[0][t], means[1][t]) for t in shared if (means[0][t] >= 0.5) != (means[1][t] >= 0.5)
+        Disagreement(t, means[0][t], means[1][t], getattr(known_issue(t), "kind", None))
+        for t in shared
+        if (means[0][t] >= 0.5) != (means[1][t] >= 0.5)
     )
-    return Comparison(names, tuple(rows), card, disagree, len(shared))
+    registry = known_issues()
+    bfcl = all(card.get("env_id") == BFCL_ENV_ID for card in (card_a, card_b))
+    if registry is None or not bfcl:
+        return Comparison(names, rows, card, disagree, len(shared))
+    clean = [clean_subset([_episode(s) for s in run], registry) for run in summaries]
+    return Comparison(
+        names,
+        rows,
+        card,
+        disagree,
+        len(shared),
+        clean=_category_rows(clean[0], clean[1]),
+        registry_version=registry.version,
+        excluded_tasks=tuple(sorted(set(clean[0]["excluded_tasks"]) | set(clean[1]["excluded_tasks"]))),
+    )
+
+
+def _category_rows(sa: Mapping[str, Any], sb: Mapping[str, Any]) -> tuple[CategoryRow, ...]:
+    cats_a, cats_b = sa.get("categories") or {}, sb.get("categories") or {}
+    rows = []
+    for name in [*sorted(set(cats_a) | set(cats_b)), "overall"]:
+        x = (sa.get("overall") if name == "overall" else cats_a.get(name)) or {}
+        y = (sb.get("overall") if name == "overall" else cats_b.get(name)) or {}
+        rows.append(CategoryRow(name, x.get("mean"), x.get("ci95"), y.get("mean"), y.get("ci95")))
+    return tuple(rows)
+
+
+def _episode(s: EpisodeSummary) -> dict[str, Any]:
+    """The fields of an episode record that accuracy needs."""
+    return {"task_id": s.task_id, "category": s.category, "seed": s.seed, "reward": s.reward}
 
 
 def _task_means(summaries: Sequence[EpisodeSummary]) -> dict[str, float]:

@@ -15,6 +15,8 @@ from typing import Any
 
 from rich.text import Text
 
+from tui.data import known_issue
+
 FOLD_CHARS = 240
 """Tool results longer than this are folded to their first `FOLD_CHARS` characters."""
 
@@ -77,6 +79,19 @@ def header(record: Mapping[str, Any]) -> Text:
     train = record.get("train")
     if isinstance(train, Mapping):
         text.append("\ntraining rollout " + "  ".join(f"{k} {v}" for k, v in train.items()), style="dim")
+    text.append_text(issue_text(str(record.get("task_id", ""))))
+    return text
+
+
+def issue_text(task_id: str) -> Text:
+    """Why the BFCL known-issues registry lists the task (kind, summary, source), or empty text."""
+    entry = known_issue(task_id)
+    if entry is None:
+        return Text()
+    text = Text()
+    text.append(f"\n⚑ known BFCL issue ({entry.kind.replace('_', ' ')}): ", style="bold yellow")
+    text.append(entry.summary, style="yellow")
+    text.append(f"\n  source {entry.source}", style="dim")
     return text
 
 

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from tui.data import EpisodeSummary
+from tui.data import EpisodeSummary, known_issue
 from tui.table import Column
 
 EPISODE_COLUMNS = (
@@ -21,8 +21,18 @@ EPISODE_COLUMNS = (
     Column("steps", 5, "right"),
     Column("error type", 28),
     Column("tokens", 8, "right"),
+    Column("known issue", 11),
 )
 """The episode table's columns (replay, live)."""
+
+ISSUE_MARK = "⚑"
+"""Marks a task that the BFCL known-issues registry lists."""
+
+
+def issue_cell(task_id: str) -> Text:
+    """``⚑ date`` / ``⚑ wrong gt`` for a task the known-issues registry lists, else empty."""
+    entry = known_issue(task_id)
+    return Text(f"{ISSUE_MARK} {entry.label}", style="bold yellow") if entry is not None else Text("")
 
 
 def short_error(error_type: str | None) -> str:
@@ -44,6 +54,7 @@ def episode_cells(s: EpisodeSummary) -> list[str | Text]:
         str(s.steps),
         Text(short_error(s.error_type), style="red" if s.error_type else ""),
         f"{s.tokens:,}",
+        issue_cell(s.task_id) if s.known_issue else "",
     ]
 
 

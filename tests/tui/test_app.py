@@ -293,3 +293,51 @@ def test_live_view_of_a_run_that_has_not_written_yet(tmp_path):
         assert isinstance(app.screen, LiveScreen)
 
     drive(app, script)
+
+
+def _with_known_issue(tmp_path, data, *names):
+    """Copies of fixture runs where multi_turn_base_0 is renamed to multi_turn_base_4, a task the
+    known-issues registry lists (and miss_param_0, which the runs disagree on, to miss_param_4)."""
+    folders = []
+    for name in names:
+        folder = tmp_path / name
+        folder.mkdir()
+        shutil.copy(data / name / "results.json", folder / "results.json")
+        text = (data / name / "episodes.jsonl").read_text()
+        text = text.replace('"multi_turn_base_0"', '"multi_turn_base_4"')
+        text = text.replace('"multi_turn_miss_param_0"', '"multi_turn_miss_param_4"')
+        (folder / "episodes.jsonl").write_text(text)
+        folders.append(folder)
+    return folders
+
+
+def test_replay_marks_known_issue_tasks_and_the_episode_says_why(tmp_path, data):
+    (run,) = _with_known_issue(tmp_path, data, "run_a")
+    app = make_app(run)
+
+    async def script(pilot):
+        await settle(pilot)
+        await shown(pilot, "known issue", "⚑ wrong gt", "4 on known-issue tasks (⚑)")
+        rows = _rows(app)
+        pilot.app.screen.query_one(RowTable).cursor = next(
+            i for i, s in enumerate(rows) if s.task_id == "multi_turn_base_4"
+        )
+        await pilot.press("enter", "home")
+        assert _view(app).record["task_id"] == "multi_turn_base_4"
+        await shown(pilot, "⚑ known BFCL issue (wrong ground truth):", "issues/1367")
+        await pilot.press("escape")
+        await shown(pilot, "4 on known-issue tasks (⚑)")
+
+    drive(app, script)
+
+
+def test_compare_marks_known_issue_tasks_and_shows_the_clean_subset(tmp_path, data):
+    app = make_app(*_with_known_issue(tmp_path, data, "run_a", "run_b"))
+
+    async def script(pilot):
+        await settle(pilot)
+        await shown(pilot, "clean subset", "known-issues registry", "2 tasks out", "⚑ wrong gt")
+        marked = {d.task_id: d.known_issue for d in _rows(app)}
+        assert marked["multi_turn_miss_param_4"] == "wrong_ground_truth"
+
+    drive(app, script)

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from agents.evaluate import compare_runs
-from tui import plots, transcript
+from tui import plots, transcript, widgets
 from tui.data import EpisodeFilter, EpisodeStore, EpisodeSummary, JsonlFile, MetricsLog, select
 from tui.runs import TargetError, compare, load_results, resolve
 
@@ -218,3 +218,58 @@ def test_the_tui_imports_no_model_env_or_agent_backend():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _flagged_runs(tmp_path, data):
+    """Copies of runs A and B with miss_param_0 (a disagreeing task) renamed to a task the registry lists."""
+    runs = []
+    for name in ("run_a", "run_b"):
+        folder = tmp_path / name
+        folder.mkdir()
+        shutil.copy(data / name / "results.json", folder / "results.json")
+        text = (data / name / "episodes.jsonl").read_text()
+        (folder / "episodes.jsonl").write_text(text.replace('"multi_turn_miss_param_0"', '"multi_turn_miss_param_4"'))
+        runs.append(folder)
+    return runs
+
+
+def test_summaries_mark_tasks_the_known_issues_registry_lists(tmp_path, data):
+    run_a, _ = _flagged_runs(tmp_path, data)
+    store = EpisodeStore(run_a / "episodes.jsonl")
+    list(store.scan())
+    flagged = {s.task_id: s.known_issue for s in store.summaries if s.known_issue}
+    assert flagged == {"multi_turn_miss_param_4": "wrong_ground_truth"}
+    cells = widgets.episode_cells(next(s for s in store.summaries if s.known_issue))
+    assert str(cells[-1]) == "⚑ wrong gt"
+    assert str(widgets.episode_cells(store.summaries[0])[-1]) == ""
+    reason = transcript.header(store.record(next(s.line for s in store.summaries if s.known_issue))).plain
+    assert "known BFCL issue (wrong ground truth)" in reason and "issues/1367" in reason
+
+
+def test_compare_clean_subset_agrees_with_the_eval_harness(tmp_path, data):
+    runs = _flagged_runs(tmp_path, data)
+    stores = [EpisodeStore(r / "episodes.jsonl") for r in runs]
+    for s in stores:
+        list(s.scan())
+    results = tuple(load_results(r, s.summaries, s) for r, s in zip(runs, stores, strict=True))
+    c = compare(("run_a", "run_b"), results, (stores[0].summaries, stores[1].summaries))
+    _, reference = compare_runs(*runs)
+    assert c.registry_version == reference["clean"]["registry_version"]
+    assert list(c.excluded_tasks) == reference["clean"]["excluded_tasks"] == ["multi_turn_miss_param_4"]
+    by_name = {r.category: r for r in c.clean}
+    for row in reference["clean"]["categories"]:
+        mine = by_name[row["category"]]
+        assert mine.a == pytest.approx(row["a"]) and mine.b == pytest.approx(row["b"])
+    assert by_name["miss_param"].a == 0.0 and by_name["miss_param"].b == 1.0
+    marked = {d.task_id: d.known_issue for d in c.disagreements}
+    assert marked == {"multi_turn_miss_param_4": "wrong_ground_truth", "multi_turn_miss_param_100": None}
+    assert {d["task_id"]: d["known_issue"] for d in reference["disagreements"]} == marked
+
+
+def test_a_non_bfcl_comparison_has_no_clean_subset(data):
+    stores = [EpisodeStore(data / r / "episodes.jsonl") for r in ("run_a", "run_b")]
+    for s in stores:
+        list(s.scan())
+    results = ({"protocol": {"env_id": "ToolUse-Scenario-v0"}, "summary": {}},) * 2
+    c = compare(("a", "b"), results, (stores[0].summaries, stores[1].summaries))
+    assert c.registry_version is None and c.clean == ()
