@@ -23,6 +23,7 @@ from agents.evaluate import (
     run_eval,
     run_sweep,
 )
+from tooluse_gym.envs.tool_env import DECODERS
 from tooluse_gym.tasks.bfcl import CATEGORIES
 
 _KNOBS = {
@@ -55,6 +56,13 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
         nargs=nargs,
         default=["bfcl"] if sweep else "bfcl",
         help="bfcl | strong | none | literal prompt text",
+    )
+    p.add_argument(
+        "--decoder",
+        nargs=nargs,
+        choices=DECODERS,
+        help="bfcl: decode and execute calls exactly as bfcl_eval (default for BFCL tasks) | "
+        "lenient: a friendlier parser (default for --scenarios)",
     )
     p.add_argument("--strict-tools", action="store_true")
     p.add_argument("--max-steps-per-turn", type=int, default=20)
@@ -99,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.command == "run":
-            knobs = {k: getattr(args, k) for k in (*_KNOBS, "system_prompt")}
+            knobs = {k: getattr(args, k) for k in (*_KNOBS, "system_prompt", "decoder") if getattr(args, k)}
             results = run_eval(_config(args, knobs), args.out, force=args.force, progress=not args.no_progress)
             print(results_table(results))
             print(
@@ -108,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(f"open the episodes in the TUI: tooluse-tui {args.out}")
         elif args.command == "sweep":
-            grid = {k: getattr(args, k) for k in (*_KNOBS, "system_prompt")}
+            grid = {k: getattr(args, k) for k in (*_KNOBS, "system_prompt", "decoder") if getattr(args, k)}
             data = run_sweep(_config(args, {}), grid, args.out, force=args.force, progress=not args.no_progress)
             print((args.out / "sweep.md").read_text())
             print(f"sweep: {args.out / 'sweep.json'}  ({len(data['runs'])} configurations)")

@@ -42,6 +42,7 @@ PROTOCOL_KNOBS = (
     "system_prompt",
     "tool_format",
     "tool_results",
+    "decoder",
     "strict_tools",
     "max_steps_per_turn",
 )

@@ -37,6 +37,9 @@ class ProtocolCard:
         max_steps_per_turn: Executing steps allowed in one turn before the episode is force-quit.
         reward: ``terminal`` (official: 1.0 if the checker marks the episode valid) or ``per_turn``.
         bfcl_version: Installed bfcl-eval version (data, simulators, prompt text).
+        known_issues: Version of the registry of BFCL entries with known-bad ground truth
+            (`tooluse_gym.tasks.known_issues`) that reports use for the clean-subset score;
+            it does not change the official score, so the fingerprint and `differences` leave it out.
         tooluse_gym_version: This package's version.
         seed: The seed of the reset this card was issued at (None when not seeded).
         extra: Further knobs added by wrappers, name -> JSON value.
@@ -56,6 +59,7 @@ class ProtocolCard:
     max_steps_per_turn: int = 20
     reward: str = "terminal"
     bfcl_version: str = ""
+    known_issues: str = ""
     tooluse_gym_version: str = ""
     seed: int | None = None
     extra: tuple[tuple[str, Any], ...] = ()
@@ -81,13 +85,16 @@ class ProtocolCard:
     def fingerprint(self) -> str:
         """A short stable hash of the protocol (12 hex digits of sha256), e.g. to name result folders.
 
-        The seed is left out: runs that differ only in their seeds share a protocol.
+        The seed and the known-issues registry version are left out: runs that differ only in
+        those share a protocol.
         """
         data = self.to_dict()
-        del data["seed"]
+        del data["seed"], data["known_issues"]
         return sha256_text(json.dumps(data, sort_keys=True))[:12]
 
-    def differences(self, other: ProtocolCard, *, ignore: tuple[str, ...] = ("seed",)) -> dict[str, tuple[Any, Any]]:
-        """Fields whose values differ: name -> (self's, other's); the seed is ignored by default."""
+    def differences(
+        self, other: ProtocolCard, *, ignore: tuple[str, ...] = ("seed", "known_issues")
+    ) -> dict[str, tuple[Any, Any]]:
+        """Fields whose values differ: name -> (self's, other's); by default the seed and registry version are not."""
         a, b = self.to_dict(), other.to_dict()
         return {k: (a[k], b[k]) for k in a if a[k] != b[k] and k not in ignore}

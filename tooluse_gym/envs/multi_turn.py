@@ -11,6 +11,7 @@ from tooluse_gym.envs.protocol_stack import TOOL_FORMATS, ProtocolKnobs, check_c
 from tooluse_gym.envs.tool_env import DECODERS, EnvConfig, ToolUseEnv, resolve_validate_args
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl
+from tooluse_gym.tasks.known_issues import registry_version
 
 ENV_ID = "ToolUse-MultiTurn-v0"
 __all__ = ["ENV_ID", "TOOL_FORMATS", "MultiTurnEnv", "make_multi_turn_env", "protocol_card"]
@@ -78,7 +79,13 @@ class MultiTurnEnv(ToolUseEnv):
 
 def protocol_card(**knobs: object) -> ProtocolCard:
     """The card of this env id with the given knobs, stamped with the bfcl-eval and tooluse-gym versions."""
-    return ProtocolCard(env_id=ENV_ID, bfcl_version=bfcl.bfcl_version(), tooluse_gym_version=__version__, **knobs)
+    return ProtocolCard(
+        env_id=ENV_ID,
+        bfcl_version=bfcl.bfcl_version(),
+        known_issues=registry_version(),
+        tooluse_gym_version=__version__,
+        **knobs,
+    )
 
 
 def make_multi_turn_env(
