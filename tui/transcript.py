@@ -76,6 +76,11 @@ def header(record: Mapping[str, Any]) -> Text:
     agent = record.get("agent") or {}
     if agent:
         text.append(f"\nagent {agent.get('name', '?')}" + (f" ({agent['model']})" if agent.get("model") else ""))
+    protocol = record.get("protocol") or {}
+    if isinstance(protocol, Mapping) and protocol:
+        knobs = ("decoder", "tool_format", "system_prompt", "template", "reasoning", "tool_results")
+        shown = "  ".join(f"{k} {protocol.get(k, 'lenient' if k == 'decoder' else '?')}" for k in knobs)
+        text.append(f"\nprotocol {shown}", style="dim")
     train = record.get("train")
     if isinstance(train, Mapping):
         text.append("\ntraining rollout " + "  ".join(f"{k} {v}" for k, v in train.items()), style="dim")
@@ -138,7 +143,9 @@ def step_text(frame: Frame, *, show_reasoning: bool, show_full: bool) -> Text:
 
 
 def render_call(call: Mapping[str, Any]) -> str:
-    """``name(arg=value, ...)`` with JSON-style values, as the call was parsed."""
+    """``name(arg=value, ...)`` with JSON-style values, as the call was parsed (BFCL's call string under ``bfcl``)."""
+    if isinstance(call.get("source"), str):
+        return call["source"]
     args = [json.dumps(v, ensure_ascii=False) for v in call.get("positional") or []]
     args += [f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in (call.get("arguments") or {}).items()]
     return f"{call.get('name', '?')}({', '.join(args)})"

@@ -273,3 +273,13 @@ def test_a_non_bfcl_comparison_has_no_clean_subset(data):
     results = ({"protocol": {"env_id": "ToolUse-Scenario-v0"}, "summary": {}},) * 2
     c = compare(("a", "b"), results, (stores[0].summaries, stores[1].summaries))
     assert c.registry_version is None and c.clean == ()
+
+
+def test_episode_header_shows_the_decoder_and_calls_show_the_call_string_that_ran():
+    record = {"task_id": "multi_turn_base_0", "reward": 0.0, "protocol": {"decoder": "bfcl", "tool_format": "json"}}
+    assert "protocol decoder bfcl  tool_format json" in transcript.header(record).plain
+    old = {"task_id": "multi_turn_base_0", "reward": 0.0, "protocol": {"tool_format": "python"}}
+    assert "decoder lenient" in transcript.header(old).plain  # files written before the knob existed
+    call = {"name": "cd", "arguments": {}, "source": "cd(folder='docs')"}
+    assert transcript.render_call(call) == "cd(folder='docs')"
+    assert transcript.render_call({"name": "cd", "arguments": {"folder": "x"}}) == 'cd(folder="x")'
