@@ -1,10 +1,20 @@
-"""Differential test: our env's verdicts equal bfcl_eval's multi_turn_checker, trajectory by trajectory.
+"""Differential test: our env's verdicts equal bfcl_eval's, trajectory by trajectory.
 
 Every ground-truth trajectory of the 800 tasks, and perturbed versions of each (dropped
 call, wrong argument value, extra call, repeated call, calls moved to the next turn, calls
 in swapped order, one call per step, a held-out function called before its turn, an
 unknown function, and 21 steps in one turn), are played through `gym.make(...)` as
-assistant text and scored by bfcl_eval's checker (with its runner's force-quit rule).
+``[...]`` assistant text, under both decoders:
+
+* ``decoder="bfcl"``: the same raw text goes through bfcl_eval's own handler, decoder,
+  inference-loop turn rules, executor and checker (`tests.bfcl_reference.official_run`).
+  The trajectories are built from the ground truth with positional arguments bound to
+  their names (BFCL's decoder drops positional arguments), plus the ground truth exactly
+  as written (``ground_truth_verbatim``: its positional calls lose their arguments on both
+  sides). The env's per-step call strings and tool results must equal BFCL's executor's.
+* ``decoder="lenient"``: our parser binds positional arguments; bfcl_eval's checker gets
+  the call strings as written (with its runner's force-quit and drop-empty rules).
+
 `valid` and `error_type` must be identical on every trajectory.
 """
 
@@ -16,7 +26,7 @@ from collections import Counter
 import gymnasium as gym
 import pytest
 
-from tests.bfcl_reference import ground_truth_strings, official_verdict
+from tests.bfcl_reference import ground_truth_strings, official_run, official_verdict, play_env
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tools.parsing import parse_call_string
 
@@ -131,22 +141,46 @@ def play_ours(env, task_id: str, trajectory) -> tuple[bool, str | None, list[lis
     raise AssertionError("episode did not terminate after the last turn")
 
 
+def _as_text(trajectory) -> list[list[str]]:
+    return [["[" + ", ".join(step) + "]" for step in steps] for steps in trajectory]
+
+
+@pytest.mark.parametrize("decoder", ["bfcl", "lenient"])
 @pytest.mark.parametrize("category", bfcl.CATEGORIES)
-def test_verdicts_identical_to_official_checker(category, all_tasks):
-    env = gym.make("ToolUse-MultiTurn-v0", category=category)
-    rng = random.Random(f"parity-{category}")
+def test_verdicts_identical_to_official_checker(category, decoder, all_tasks):
+    env = gym.make("ToolUse-MultiTurn-v0", category=category, decoder=decoder)
+    rng = random.Random(f"parity-{category}-{decoder}")
     kinds: Counter = Counter()
     outcomes: Counter = Counter()
     mismatches = []
+    steps_compared = 0
     for task in [t for t in all_tasks if t.category == category]:
-        truth = ground_truth_strings(task.task_id)
-        for kind, trajectory in perturbations(task, truth, rng).items():
-            ours_valid, ours_error, seen = play_ours(env, task.task_id, trajectory)
-            official = official_verdict(task.task_id, seen)
+        verbatim = ground_truth_strings(task.task_id)
+        if decoder == "bfcl":
+            keyword = [[c.render() for c in turn] for turn in task.ground_truth]
+            trajectories = perturbations(task, keyword, rng)
+            trajectories["ground_truth_verbatim"] = [[list(turn)] if turn else [] for turn in verbatim]
+        else:
+            trajectories = perturbations(task, verbatim, rng)
+        for kind, trajectory in trajectories.items():
+            if decoder == "bfcl":
+                text = _as_text(trajectory)
+                ours = play_env(env, task.task_id, text, "python")
+                run = official_run(task.task_id, text, "python")
+                official = run.verdict
+                if ours.executed != run.executed:
+                    mismatches.append((task.task_id, kind, "step results", ours.executed, run.executed))
+                steps_compared += len(run.executed)
+                ours_verdict = ours.verdict
+            else:
+                ours_valid, ours_error, seen = play_ours(env, task.task_id, trajectory)
+                official = official_verdict(task.task_id, seen)
+                ours_verdict = (ours_valid, ours_error)
             kinds[kind] += 1
             outcomes[(kind, official[1])] += 1
-            if (ours_valid, ours_error) != official:
-                mismatches.append((task.task_id, kind, (ours_valid, ours_error), official))
+            if ours_verdict != official:
+                mismatches.append((task.task_id, kind, ours_verdict, official))
+    env.close()
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
     assert kinds["ground_truth"] == 200
     assert outcomes[("ground_truth", None)] == 200
@@ -155,4 +189,10 @@ def test_verdicts_identical_to_official_checker(category, all_tasks):
     for error_type in ("multi_turn:instance_state_mismatch", "multi_turn:force_terminated"):
         assert errors[error_type] > 0, errors
     assert errors["multi_turn:execution_response_mismatch"] + errors["multi_turn:empty_turn_model_response"] > 0
-    assert sum(n for (kind, error), n in outcomes.items() if kind != "ground_truth" and error) > 200
+    failing = sum(n for (kind, error), n in outcomes.items() if not kind.startswith("ground_truth") and error)
+    assert failing > 200
+    if decoder == "bfcl":
+        assert steps_compared > 2000, steps_compared
+        verbatim_failing = sum(n for (kind, error), n in outcomes.items() if kind == "ground_truth_verbatim" and error)
+        assert verbatim_failing > 0  # BFCL's decoder drops the positional arguments of the ground truth
+        print(f"{category}: {verbatim_failing} verbatim ground truths fail; {steps_compared} steps compared; {errors}")
