@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tooluse_gym.tools import arithmetic
-from tooluse_gym.tools.parsing import parse_python_calls
+from tooluse_gym.tools.parsing import parse_expression, parse_python_calls
 from tooluse_gym.types import ParsedAction, ToolCall
 
 MAX_MESSAGE_CHARS = 65536
@@ -67,7 +67,7 @@ def decode_python(text: str) -> list[str]:
         result = result + "]"
     cleaned = result.strip().strip("'")
     try:
-        body = ast.parse(cleaned, mode="eval").body
+        body = parse_expression(cleaned).body
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         raise DecodeError(f"not a Python call list ({type(e).__name__})") from None
     if isinstance(body, ast.Call):

@@ -24,6 +24,7 @@ from collections.abc import Callable, Container
 from typing import Any
 
 from tooluse_gym.tools import arithmetic
+from tooluse_gym.tools.parsing import parse_expression
 
 BLOCKED_NAMES = ("kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run")
 """Names BFCL's executor refuses to call, checked exactly as it does (on the outermost call)."""
@@ -69,7 +70,7 @@ def evaluate_call_string(source: str, methods: Container[str], invoke: Invoke) -
     if blocked is not None:
         raise Refused(f"Function call {blocked} is not allowed.")
     try:
-        tree = compile(source, "<string>", "eval", ast.PyCF_ONLY_AST)
+        tree = parse_expression(source, "<string>")
     except RecursionError:
         raise Refused("call nested too deeply") from None
     _check_keywords(tree.body)

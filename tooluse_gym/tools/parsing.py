@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,6 +36,19 @@ _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 _FENCE = re.compile(r"^```[A-Za-z0-9_+-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _LOOKS_LIKE_CALL = re.compile(r"^\s*\[?\s*[A-Za-z_][\w.]*\s*\(")
+
+
+def parse_expression(source: str, filename: str = "<unknown>") -> ast.Expression:
+    """``ast.parse(source, filename, mode="eval")`` without the compiler's warnings.
+
+    Model text such as ``grep(pattern='\\d+')`` makes the compiler warn (an invalid escape
+    sequence: `DeprecationWarning` before Python 3.12, `SyntaxWarning` since); an env step
+    must not turn model text into warnings. Raises what `compile` raises.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return compile(source, filename, "eval", ast.PyCF_ONLY_AST)
 
 
 class _NotLiteral(ValueError):
@@ -79,7 +93,7 @@ def parse_python_calls(text: str) -> ParsedAction:
     wrapped = body if body.startswith("[") else "[" + body
     wrapped = wrapped if wrapped.endswith("]") else wrapped + "]"
     try:
-        tree = ast.parse(wrapped, mode="eval").body
+        tree = parse_expression(wrapped).body
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as e:
         return _no_calls(text, body, f"not a Python call list ({type(e).__name__})")
     nodes = tree.elts if isinstance(tree, (ast.List, ast.Tuple)) else [tree]
