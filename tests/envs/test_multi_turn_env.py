@@ -1,11 +1,9 @@
 from __future__ import annotations
 
 import json
-import warnings
 
 import gymnasium as gym
 import pytest
-from gymnasium.utils.env_checker import check_env
 
 from agents.oracle import END_OF_TURN, OracleAgent, run_episode
 from tooluse_gym import __version__
@@ -19,19 +17,7 @@ def test_registered_ids():
     assert {"ToolUse-MultiTurn-v0", "ToolUse-Scenario-v0"} <= set(TOOLUSE_IDS)
 
 
-# ToolUse-Scenario-v0's check_env runs in tests/scenarios (it needs scenario files, not categories).
-@pytest.mark.parametrize("env_id", ["ToolUse-MultiTurn-v0"])
-@pytest.mark.parametrize(
-    "kwargs",
-    [{"category": c} for c in bfcl.CATEGORIES] + [{"category": "base", "tool_format": "json", "render_mode": "ansi"}],
-)
-def test_check_env_passes_without_warnings(env_id, kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        env = gym.make(env_id, **kwargs)
-        check_env(env.unwrapped, skip_render_check=kwargs.get("render_mode") is None)
-        env.close()
-        env.close()  # idempotent
+# check_env (on the wrapped env and on env.unwrapped) runs in tests/envs/test_gymnasium_wrappers.py.
 
 
 def test_category_all_and_unknown_arguments():

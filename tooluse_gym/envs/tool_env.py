@@ -97,7 +97,9 @@ class ToolUseEnv(gym.Env[dict, Any]):
     ## Episode End
     Terminates after the last user turn, or when more than `max_steps_per_turn` steps
     execute in one turn before the last (``multi_turn:force_terminated``).
-    `info["checker"]` then holds ``valid``, ``error_type`` and per-turn verdicts.
+    `info["checker"]` then holds ``valid``, ``error_type`` and per-turn verdicts, and
+    `info["tooluse"]` the episode summary (``task_id``, ``reward``, ``turns``, ``steps``);
+    ``info["episode"]`` is left free for `gymnasium.wrappers.RecordEpisodeStatistics`.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
@@ -300,7 +302,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
         self._result = self.checker.result()
         reward = 1.0 if self._result.valid else 0.0
         info["checker"] = self._result.to_dict()
-        info["episode"] = {
+        info["tooluse"] = {
             "task_id": self.task.task_id,
             "reward": reward,
             "turns": self.turn + 1,

@@ -52,14 +52,17 @@ class RenderedPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
             {**self.env.observation_space.spaces, "prompt": ChatText(MAX_PROMPT_CHARS)}
         )
 
-    def render(
+    def render_prompt(
         self,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         *,
         add_generation_prompt: bool = True,
     ) -> str:
-        """Render messages with this wrapper's chat template."""
+        """Render messages with this wrapper's chat template.
+
+        Not named ``render``: that is `gymnasium.Env.render`, which this wrapper passes through.
+        """
         return self.tokenizer.apply_chat_template(
             messages,
             tools=tools if tools and self._uses_tools else None,
@@ -69,7 +72,7 @@ class RenderedPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
         )
 
     def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
-        return {**observation, "prompt": self.render(observation["messages"], observation["tools"])}
+        return {**observation, "prompt": self.render_prompt(observation["messages"], observation["tools"])}
 
 
 def prefix_breaks(prompts: list[str], completions: list[str]) -> list[int]:
