@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -74,6 +75,7 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--force", action="store_true", help="discard what --out holds and start over")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--verbose", action="store_true", help="show the backends' INFO logs (vLLM prints hundreds a run)")
 
 
 def _config(args: argparse.Namespace, knobs: dict) -> EvalConfig:
@@ -93,6 +95,11 @@ def _config(args: argparse.Namespace, knobs: dict) -> EvalConfig:
     )
 
 
+def quiet_backends() -> None:
+    """Hide vLLM's INFO lines (the progress bar, the tables and errors remain); an explicit setting wins."""
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="tooluse-eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -104,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     cmp.add_argument("run_a", type=Path)
     cmp.add_argument("run_b", type=Path)
     args = parser.parse_args(argv)
+    if args.command != "compare" and not args.verbose:
+        quiet_backends()
 
     try:
         if args.command == "run":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -177,3 +178,16 @@ def test_compare_shows_the_official_and_the_clean_differences(tmp_path, capsys):
     assert f"registry {registry_version()}; 1 of the runs' tasks left out" in clean
     assert "| miss_param | 0.0 | 100.0 | +100.0 |" in clean  # only miss_param_100 is left
     assert "multi_turn_miss_param_4: A 0.50  B 0.00  [known issue: wrong_ground_truth]" in clean
+
+
+def test_backend_info_logs_are_hidden_unless_verbose(tmp_path, monkeypatch):
+    monkeypatch.delenv("VLLM_LOGGING_LEVEL", raising=False)
+    assert run("run", "--agent", "oracle", "--task-ids", "multi_turn_base_0", "--out", str(tmp_path / "q")) == 0
+    assert os.environ["VLLM_LOGGING_LEVEL"] == "WARNING"
+    monkeypatch.delenv("VLLM_LOGGING_LEVEL")
+    args = ("run", "--agent", "oracle", "--task-ids", "multi_turn_base_0", "--verbose", "--out", str(tmp_path / "v"))
+    assert run(*args) == 0
+    assert "VLLM_LOGGING_LEVEL" not in os.environ
+    monkeypatch.setenv("VLLM_LOGGING_LEVEL", "DEBUG")  # an explicit setting wins
+    assert run("run", "--agent", "oracle", "--task-ids", "multi_turn_base_0", "--out", str(tmp_path / "d")) == 0
+    assert os.environ["VLLM_LOGGING_LEVEL"] == "DEBUG"
