@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tooluse-train: {e}", file=sys.stderr)
         return 2
     last = trainer.train()
-    keys = ("step", "epoch", "rollout/reward_mean", "eval/heldout_reward", "time/elapsed_s")
+    keys = ("step", "epoch", "rollout/reward_mean", "eval/heldout_reward", "time/train_s", "stopped_by")
     print(json.dumps({k: last[k] for k in keys if k in last}))
     print(f"run folder: {config.run_dir}", file=sys.stderr)
     return 0

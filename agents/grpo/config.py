@@ -94,17 +94,28 @@ class RolloutConfig:
 class EvalConfig:
     """Held-out evaluation.
 
+    The run is always evaluated at its end too; evaluation time is not training time.
+
     Attributes:
         every_steps: Evaluate after every this many steps (None: only at the end).
+        every_train_s: Evaluate at the first step boundary at or after each multiple of this many
+            seconds of training time (rollout + update + sync; see `agents.grpo.schedule`), so
+            that runs with steps of different cost are compared at the same training times.
+            None: off. Both triggers may be set; a step evaluates once when either fires.
         at_start: Also evaluate before the first step (written to eval.jsonl as step 0).
         temperature: Sampling temperature (0: greedy, one deterministic rollout per prompt).
         samples: Rollouts per held-out prompt.
     """
 
     every_steps: int | None = None
+    every_train_s: float | None = None
     at_start: bool = True
     temperature: float = 0.0
     samples: int = 1
+
+    def __post_init__(self) -> None:
+        if self.every_train_s is not None and not self.every_train_s > 0:
+            raise ValueError(f"every_train_s must be > 0 or null, got {self.every_train_s}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,6 +127,10 @@ class TrainConfig:
         run_dir: Output folder (config.yaml, metrics.jsonl, episodes.jsonl, eval.jsonl, checkpoints/).
         epochs: Passes over the prompts (each epoch rolls out the prompts the filter keeps).
         max_steps: Stop after this many steps (None: after `epochs`).
+        budget_s: Stop once the training time (rollout + update + weight sync, summed over steps;
+            evaluations, checkpoints and logging excluded) reaches this many seconds, checked
+            between steps: the step that reaches it is the last. Counted across resumes. None:
+            no time budget. Whichever of `epochs`, `max_steps` and `budget_s` comes first ends the run.
         save_every: Checkpoint every this many steps (and always at the end).
         keep_checkpoints: Checkpoints kept on disk (older ones are deleted).
         export_final: Save the final model with `save_pretrained` under run_dir/final_model.
@@ -125,6 +140,7 @@ class TrainConfig:
     run_dir: str = "runs/grpo"
     epochs: int = 1
     max_steps: int | None = None
+    budget_s: float | None = None
     save_every: int = 10
     keep_checkpoints: int = 2
     export_final: bool = True
@@ -137,6 +153,10 @@ class TrainConfig:
     update: UpdateConfig = field(default_factory=UpdateConfig)
     filter: FilterConfig = field(default_factory=FilterConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+
+    def __post_init__(self) -> None:
+        if self.budget_s is not None and not self.budget_s > 0:
+            raise ValueError(f"budget_s must be > 0 or null, got {self.budget_s}")
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(dataclasses.asdict(self))

@@ -1,7 +1,10 @@
 """The run directory's files: config.yaml, metrics.jsonl, episodes.jsonl, eval.jsonl.
 
 Every line of metrics.jsonl is one training step with all of `METRIC_KEYS` (plus
-``eval/heldout_reward`` on steps where a held-out evaluation ran). episodes.jsonl holds the
+``eval/heldout_reward`` on steps where a held-out evaluation ran; ``time/train_s`` is the
+training time, rollout + update + sync summed over the steps so far, at which it ran). Every
+line of eval.jsonl is one held-out evaluation: step, epoch, reward, episodes, ``time/train_s``
+and its own duration ``time/eval_s`` (not training time). episodes.jsonl holds the
 training rollouts in the evaluation harness's record format (`agents.episode`) with one
 extra ``train`` object (step, epoch, member, advantage, used). On resume, lines written after
 the checkpoint's step are dropped, so the files read as if the run had never stopped.
@@ -32,6 +35,7 @@ METRIC_KEYS = (
     "time/rollout_s",
     "time/update_s",
     "time/sync_s",
+    "time/train_s",
     "perf/tokens_per_s",
     "loss/policy",
     "loss/clip_frac",

@@ -5,6 +5,11 @@ n per prompt through the shared rollout loop, compute group advantages, keep m o
 group (max variance), update the policy on the kept rollouts' generated tokens, push the
 new weights into the rollout engine (vLLM), log, and checkpoint. At each epoch start the
 pre-rollout filter decides which prompts of the whole dataset are rolled out at all.
+
+The run ends after `epochs`, `max_steps` or the training-time budget `budget_s`, whichever
+comes first; held-out evaluations run at the start, every `eval.every_steps` steps, at the
+first step boundary past each multiple of `eval.every_train_s` training seconds
+(`agents.grpo.schedule`), and on the last step.
 """
 
 from __future__ import annotations
@@ -30,11 +35,12 @@ from agents.grpo.filtering import PromptFilter
 from agents.grpo.policy import Policy
 from agents.grpo.rollouts import RecordingAgent, Rollout, play_groups
 from agents.grpo.runlog import EVAL_KEY, RunFiles
+from agents.grpo.schedule import budget_spent, crosses_eval_point
 from agents.grpo.subsample import max_variance_subset
 from agents.grpo.tasks import TaskPool, env_factory, load_pool, prompts_for
 from agents.grpo.update import PolicyUpdater
 
-RESUMABLE_CHANGES = ("epochs", "max_steps")
+RESUMABLE_CHANGES = ("epochs", "max_steps", "budget_s")
 """Config keys a resumed run may change (how long to train); anything else is a different run."""
 
 
@@ -99,7 +105,7 @@ class GRPOTrainer:
         self.epoch = 0
         self.plan: list[str] = []
         self.epoch_counts = (0, 0)  # active, skipped
-        self.elapsed = 0.0
+        self.elapsed = 0.0  # training time: rollout + update + sync, summed over steps (time/train_s)
         self._resume()
         if self.sync is not None:
             self.sync.push(self.policy.weights_for_sync())
@@ -164,7 +170,8 @@ class GRPOTrainer:
     # --- the loop --------------------------------------------------------------------------
 
     def train(self) -> dict[str, Any]:
-        """Run until `epochs` (or `max_steps`) are done; returns the last metrics and held-out reward."""
+        """Run until `epochs`, `max_steps` or `budget_s` is spent; returns the last metrics (with the
+        held-out reward when a held-out set is configured) and ``stopped_by``, the limit that ended it."""
         from tqdm import tqdm
 
         cfg = self.config
@@ -176,8 +183,9 @@ class GRPOTrainer:
         if self.step == 0 and self.heldout is not None and cfg.eval.at_start:
             self._evaluate()
         try:
-            while cfg.max_steps is None or self.step < cfg.max_steps:
+            while (stopped_by := self._stop_reason()) is None:
                 if not self.plan and not self._next_epoch():
+                    stopped_by = "epochs"
                     break
                 batch, self.plan = self.plan[: cfg.grpo.prompts_per_step], self.plan[cfg.grpo.prompts_per_step :]
                 self.step += 1
@@ -187,7 +195,8 @@ class GRPOTrainer:
                     epoch=self.epoch, reward=f"{last['rollout/reward_mean']:.2f}", skipped=self.epoch_counts[1]
                 )
             if self.heldout is not None and EVAL_KEY not in last and self.step > first_step:
-                last[EVAL_KEY] = self._evaluate()
+                last[EVAL_KEY] = self._evaluate()  # the filter skipped every prompt of the epochs left
+            last["stopped_by"] = stopped_by
             self._save()
             if cfg.export_final:
                 self._export()
@@ -195,6 +204,26 @@ class GRPOTrainer:
             bar.close()
             self.files.close()
         return last
+
+    def _stop_reason(self) -> str | None:
+        """The limit that ends the run before the next step (None: train on); also what makes a step the last."""
+        cfg = self.config
+        if budget_spent(self.elapsed, cfg.budget_s):
+            return "budget_s"
+        if cfg.max_steps is not None and self.step >= cfg.max_steps:
+            return "max_steps"
+        if not self.plan and self.epoch >= cfg.epochs:
+            return "epochs"
+        return None
+
+    def _eval_due(self, before_s: float) -> bool:
+        """Evaluate after this step: every `every_steps` steps, past a multiple of `every_train_s`, or the last step."""
+        ev = self.config.eval
+        return (
+            bool(ev.every_steps and self.step % ev.every_steps == 0)
+            or crosses_eval_point(before_s, self.elapsed, ev.every_train_s)
+            or self._stop_reason() is not None
+        )
 
     def _next_epoch(self) -> bool:
         while self.epoch < self.config.epochs:
@@ -231,6 +260,7 @@ class GRPOTrainer:
         if self.sync is not None:
             self.sync.push(self.policy.weights_for_sync())
         sync_s = time.perf_counter() - start
+        before_s = self.elapsed
         self.elapsed += rollout_s + update_s + sync_s
         record = self._metrics(groups, samples, marks, update, rollout_s, update_s, sync_s)
         for pid, group in groups.items():
@@ -238,7 +268,7 @@ class GRPOTrainer:
                 advantage, used = marks[(pid, r.member)]
                 train = {"step": self.step, "epoch": self.epoch, "member": r.member, "advantage": advantage}
                 self.files.episode({**r.record, "train": {**train, "used": used}})
-        if self.heldout is not None and cfg.eval.every_steps and self.step % cfg.eval.every_steps == 0:
+        if self.heldout is not None and self._eval_due(before_s):
             record[EVAL_KEY] = self._evaluate()
         self.files.metrics(record)
         if self.step % cfg.save_every == 0:
@@ -270,7 +300,8 @@ class GRPOTrainer:
             "time/rollout_s": rollout_s,
             "time/update_s": update_s,
             "time/sync_s": sync_s,
-            "time/elapsed_s": self.elapsed,
+            "time/train_s": self.elapsed,
+            "time/elapsed_s": self.elapsed,  # the older name of time/train_s
             "perf/tokens_per_s": generated_tokens / rollout_s if rollout_s > 0 else 0.0,
             "rollout/completion_tokens": generated_tokens,
             "update/tokens": update_tokens,
@@ -309,6 +340,7 @@ class GRPOTrainer:
                 "epoch": self.epoch,
                 EVAL_KEY: reward,
                 "episodes": len(rewards),
+                "time/train_s": self.elapsed,
                 "time/elapsed_s": self.elapsed,
                 "time/eval_s": time.perf_counter() - start,
             }
