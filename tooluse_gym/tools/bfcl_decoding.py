@@ -35,13 +35,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tooluse_gym.tools import arithmetic
-from tooluse_gym.tools.parsing import parse_expression, parse_python_calls
+from tooluse_gym.tools.parsing import MAX_CALLS_PER_MESSAGE, MAX_MESSAGE_CHARS, parse_expression, parse_python_calls
 from tooluse_gym.types import ParsedAction, ToolCall
 
-MAX_MESSAGE_CHARS = 65536
-MAX_CALLS_PER_MESSAGE = 64
-MAX_DEPTH = 100
-MAX_NODES = 20000
+# The same size limits as the lenient parser and the arithmetic evaluator (the README lists them).
+MAX_DEPTH, MAX_NODES = arithmetic.MAX_DEPTH, arithmetic.MAX_NODES
 
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>\n(.*?)\n</tool_call>", re.DOTALL)
 
