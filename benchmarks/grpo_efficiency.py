@@ -11,12 +11,20 @@ One command runs the whole experiment from a fresh checkout, one step after the 
    (``tooluse-train``), until its training time reaches ``--budget-s``;
 3. the efficient arm (filter k=1 + max-variance m of n), the same way.
 
-Both arms share everything else: the start model, the seed, the tasks (the whole curriculum train
-split by default: 240 tasks, 288 next-turn prompts), the training-time budget, the exact
+Both arms share everything else: the start model, the seed, the tasks (60 of the curriculum's 240
+train tasks, evenly spaced over its categories; ``--train-limit 0`` is the whole split), the
+training-time budget, the exact
 zero-advantage skip (``update.skip_zero_advantage=true``) and the held-out evaluation: greedy on
 ALL held-out next-turn prompts (144), at the start, at the first step boundary past each multiple
 of ``--eval-every-s`` training seconds, and at the end. Training time = rollout + update + weight
 sync as the trainer counts it (``time/train_s``); evaluations are not in it.
+
+Why 60 tasks and 4 prompts a step (decided before the first full run, not after it): the filter
+decides at each epoch's start from the previous epoch's groups, so an arm that never finishes an
+epoch never filters. At ~50 s a step on 2 cores, a 1,800 s budget is ~35-45 steps: with the whole
+split (288 prompts, 72 steps an epoch at 4 a step) the filter would never act and the comparison
+would measure sub-sampling alone. 60 tasks are 18 steps an epoch, so vanilla sees ~2 epochs and the
+filter gets its chance; 4 prompts a step (32 rollouts) doubles the number of updates a budget buys.
 
 The report (JSON, ``--json``; ``benchmarks/results/grpo_efficiency.json`` by default, the run folder's
 ``grpo_efficiency.json`` with ``--short``) gives each arm's held-out curve against training time, the
@@ -26,7 +34,7 @@ of update tokens with zero advantage, the rollout/update/sync split, prompts ski
 rollouts generated vs used. A speed-up is reported only when vanilla's held-out gain (final minus start)
 exceeds twice its standard error: a target that evaluation noise alone could reach measures nothing.
 
-    python benchmarks/grpo_efficiency.py --out runs/grpo-efficiency --plot     # the experiment (~2 h, 2 cores)
+    python benchmarks/grpo_efficiency.py --out runs/grpo-efficiency --plot     # the experiment (~1 h 45 min, 2 cores)
     python benchmarks/grpo_efficiency.py --short --out /tmp/grpo-eff-short     # a few minutes: proves it works
 
 The plot (held-out reward vs training time, both arms, the target line; the time split) is written
@@ -56,12 +64,12 @@ ARMS = ("vanilla", "efficient")
 # 0 for a limit means the whole split
 FULL = {
     "weakstart_limit": 30,
-    "train_limit": 0,
+    "train_limit": 60,
     "heldout_limit": 0,
     "group_size": 8,
     "update_size": 4,
-    "prompts_per_step": 8,
-    "budget_s": 2400.0,
+    "prompts_per_step": 4,
+    "budget_s": 1800.0,
     "eval_every_s": 300.0,
     "save_every": 10,
 }
