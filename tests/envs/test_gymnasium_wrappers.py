@@ -17,7 +17,7 @@ from agents.oracle import OracleAgent
 from tooluse_gym.prompts import json_call_block
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.wrappers import RenderedPrompt
-from tooluse_gym.wrappers.chat_template import load_tokenizer
+from tooluse_gym.wrappers.rendered_prompt import load_tokenizer
 
 TRAIN = str(Path(__file__).resolve().parents[2] / "scenarios" / "curriculum" / "train.yaml")
 MULTI_TURN = ("ToolUse-MultiTurn-v0", {"category": "base"}, "multi_turn_base_0")  # 4 turns, 8 oracle steps

@@ -20,26 +20,48 @@ class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     - any other text: used literally; a ``{functions}`` placeholder in it receives the function
       list (and ``tools`` is emptied), otherwise ``tools`` is kept.
 
-    The env's held-out-function notice must match (see `make_multi_turn_env`): prompting
-    prompts show the new functions' docs in the notice, as BFCL does.
+    When the prompt carries the function list, the ``tools`` field cannot announce the functions
+    a held-out turn adds, so this wrapper also rewrites the env's held-out notice into BFCL's
+    prompting-mode one, which shows the new functions' docs.
     """
 
     def __init__(self, env: gym.Env, prompt: str = "bfcl", tool_format: str = "python"):
         gym.utils.RecordConstructorArgs.__init__(self, prompt=prompt, tool_format=tool_format)
         gym.ObservationWrapper.__init__(self, env)
-        self.spec_ = system_prompt_spec(prompt, tool_format)
-        self._rendered: tuple[str, str | None] | None = None
+        self.prompt = system_prompt_spec(prompt, tool_format)
+        self._rendered: tuple[str, str | None, tuple[str, ...]] | None = None
 
     def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
         task = self.env.unwrapped.task
         if self._rendered is None or self._rendered[0] != task.task_id:
-            self._rendered = (task.task_id, self.spec_.render(task.functions))
-        text = self._rendered[1]
+            self._rendered = (task.task_id, self.prompt.render(task.functions), self._notices(task))
+        _, text, notices = self._rendered
         if text is None:
             return observation
-        tools = [] if self.spec_.carries_tools else observation["tools"]
-        return {
-            **observation,
-            "messages": [{"role": "system", "content": text}, *observation["messages"]],
-            "tools": tools,
-        }
+        messages = list(observation["messages"])
+        if self.prompt.carries_tools and notices:
+            messages = self._with_notices(messages, notices)
+        tools = [] if self.prompt.carries_tools else observation["tools"]
+        return {**observation, "messages": [{"role": "system", "content": text}, *messages], "tools": tools}
+
+    @staticmethod
+    def _notices(task: Any) -> tuple[str, ...]:
+        """Prompting-mode notices of the task's held-out turns without a user message, in turn order."""
+        from tooluse_gym.tasks import bfcl
+
+        template = bfcl.holdout_notice_template(prompting=True)
+        return tuple(
+            template.replace("{functions}", str([dict(d) for d in task.held_out[t]]))
+            for t in sorted(task.held_out)
+            if not task.turns[t]
+        )
+
+    def _with_notices(self, messages: list[dict[str, Any]], notices: tuple[str, ...]) -> list[dict[str, Any]]:
+        plain = self.env.unwrapped.config.holdout_notice
+        pending = iter(notices)
+        out = []
+        for m in messages:
+            if m.get("role") == "user" and m.get("content") == plain:
+                m = {**m, "content": next(pending, plain)}
+            out.append(m)
+        return out
