@@ -46,13 +46,13 @@ class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
 
     @staticmethod
     def _notices(task: Any) -> tuple[str, ...]:
-        """Prompting-mode notices of the task's held-out turns without a user message, in turn order."""
+        """Prompting-mode notices of the task's turns without a user message (the base env's notices), in order."""
         from tooluse_gym.tasks import bfcl
 
         template = bfcl.holdout_notice_template(prompting=True)
         return tuple(
-            template.replace("{functions}", str([dict(d) for d in task.held_out[t]]))
-            for t in sorted(task.held_out)
+            template.replace("{functions}", str([dict(d) for d in task.held_out.get(t, ())]))
+            for t in range(task.num_turns)
             if not task.turns[t]
         )
 
