@@ -95,16 +95,16 @@ def test_the_system_prompt_wrapper_owns_the_held_out_notice(system_prompt):
     for action in ("[find(path='.')]", END_OF_TURN, END_OF_TURN):
         obs, *_ = env.step(action)
     plain = bfcl.holdout_notice_template(prompting=False)
-    base_messages = env.unwrapped.messages
-    assert base_messages[-1]["content"] == plain  # the base env always sends the function-calling notice
     carries = system_prompt in ("bfcl", "strong", "Tools: {functions}")
     if carries:
         docs = str([dict(d) for d in env.unwrapped.task.held_out[2]])
-        assert obs["messages"][-1]["content"] == bfcl.holdout_notice_template(prompting=True).replace(
-            "{functions}", docs
-        )
+        expected = bfcl.holdout_notice_template(prompting=True).replace("{functions}", docs)
     else:
-        assert obs["messages"][-1]["content"] == plain
+        expected = plain
+    assert obs["messages"][-1]["content"] == expected
+    assert env.unwrapped.messages[-1]["content"] == expected  # the env's own transcript says what was sent
+    # the base env, unwrapped, sends the function-calling notice: only the prompt wrapper changes it
+    assert env.unwrapped.config.holdout_notice == (bfcl.holdout_notice_template(prompting=True) if carries else plain)
     env.close()
 
 

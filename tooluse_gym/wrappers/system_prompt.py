@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import gymnasium as gym
@@ -21,47 +22,33 @@ class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
       list (and ``tools`` is emptied), otherwise ``tools`` is kept.
 
     When the prompt carries the function list, the ``tools`` field cannot announce the functions
-    a held-out turn adds, so this wrapper also rewrites the env's held-out notice into BFCL's
-    prompting-mode one, which shows the new functions' docs.
+    a held-out turn adds, so this wrapper also sets the env's held-out notice to BFCL's
+    prompting-mode one, which shows the new functions' docs (the base env's own default is the
+    function-calling notice). Nothing below this wrapper needs to know which prompt is used.
     """
 
     def __init__(self, env: gym.Env, prompt: str = "bfcl", tool_format: str = "python"):
         gym.utils.RecordConstructorArgs.__init__(self, prompt=prompt, tool_format=tool_format)
         gym.ObservationWrapper.__init__(self, env)
         self.prompt = system_prompt_spec(prompt, tool_format)
-        self._rendered: tuple[str, str | None, tuple[str, ...]] | None = None
+        self._rendered: tuple[str, str | None] | None = None
+        if self.prompt.carries_tools:
+            from tooluse_gym.tasks import bfcl
+
+            base = env.unwrapped
+            notice = bfcl.holdout_notice_template(prompting=True)
+            base.config = dataclasses.replace(base.config, holdout_notice=notice)
 
     def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
         task = self.env.unwrapped.task
         if self._rendered is None or self._rendered[0] != task.task_id:
-            self._rendered = (task.task_id, self.prompt.render(task.functions), self._notices(task))
-        _, text, notices = self._rendered
+            self._rendered = (task.task_id, self.prompt.render(task.functions))
+        text = self._rendered[1]
         if text is None:
             return observation
-        messages = list(observation["messages"])
-        if self.prompt.carries_tools and notices:
-            messages = self._with_notices(messages, notices)
         tools = [] if self.prompt.carries_tools else observation["tools"]
-        return {**observation, "messages": [{"role": "system", "content": text}, *messages], "tools": tools}
-
-    @staticmethod
-    def _notices(task: Any) -> tuple[str, ...]:
-        """Prompting-mode notices of the task's turns without a user message (the base env's notices), in order."""
-        from tooluse_gym.tasks import bfcl
-
-        template = bfcl.holdout_notice_template(prompting=True)
-        return tuple(
-            template.replace("{functions}", str([dict(d) for d in task.held_out.get(t, ())]))
-            for t in range(task.num_turns)
-            if not task.turns[t]
-        )
-
-    def _with_notices(self, messages: list[dict[str, Any]], notices: tuple[str, ...]) -> list[dict[str, Any]]:
-        plain = self.env.unwrapped.config.holdout_notice
-        pending = iter(notices)
-        out = []
-        for m in messages:
-            if m.get("role") == "user" and m.get("content") == plain:
-                m = {**m, "content": next(pending, plain)}
-            out.append(m)
-        return out
+        return {
+            **observation,
+            "messages": [{"role": "system", "content": text}, *observation["messages"]],
+            "tools": tools,
+        }
