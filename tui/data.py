@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from agents.jsonl import FileHealth, JsonlFile, parse_object
-from agents.records import EpisodeRecord, RecordError
 
 __all__ = ["EpisodeFilter", "EpisodeStore", "EpisodeSummary", "FileHealth", "JsonlFile", "MetricsLog", "select"]
 
@@ -82,24 +81,38 @@ class EpisodeSummary:
 
     @classmethod
     def of(cls, record: Mapping[str, Any], line: int) -> EpisodeSummary | None:
-        """The summary of an episode record, or None when it is not one (`agents.records.EpisodeRecord`)."""
-        try:
-            r = EpisodeRecord.from_dict(record)
-        except RecordError:
+        """The summary of an episode record, or None when it is not one."""
+        if "task_id" not in record or "reward" not in record:
             return None
-        return cls(
-            line=line,
-            task_id=r.task_id,
-            category=r.category,
-            seed=r.seed,
-            reward=r.reward,
-            turns=len(r.turns),
-            num_turns=r.num_turns,
-            steps=len(r.steps),
-            error_type=r.error_type,
-            tokens=r.prompt_tokens + r.completion_tokens,
-            known_issue=getattr(known_issue(r.task_id), "kind", None),
-        )
+        try:
+            turns = record.get("turns") or []
+            tokens = record.get("tokens") or {}
+            return cls(
+                line=line,
+                task_id=str(record["task_id"]),
+                category=str(record.get("category", "")),
+                seed=int(record.get("seed", 0)),
+                reward=float(record["reward"]),
+                turns=len(turns),
+                num_turns=int(record.get("num_turns", len(turns))),
+                steps=sum(len(t.get("steps") or []) for t in turns),
+                error_type=error_type(record),
+                tokens=int(tokens.get("prompt", 0)) + int(tokens.get("completion", 0)),
+                known_issue=getattr(known_issue(str(record["task_id"])), "kind", None),
+            )
+        except (TypeError, ValueError, AttributeError):
+            return None
+
+
+def error_type(record: Mapping[str, Any]) -> str | None:
+    """The agent's error type, else the checker's, else None."""
+    error = record.get("error")
+    if isinstance(error, Mapping) and error.get("type"):
+        return str(error["type"])
+    checker = record.get("checker")
+    if isinstance(checker, Mapping) and checker.get("error_type"):
+        return str(checker["error_type"])
+    return None
 
 
 class EpisodeStore:
