@@ -28,9 +28,10 @@ run: setup
 	$(VENV)/bin/tooluse-eval run --agent vllm --model smollm2-135m --dtype bfloat16 --limit 1 --seeds 0 1 \
 		--system-prompt strong --tool-format json --temperature 0.7 --max-tokens 128 --out $(RUN_OUT)
 
-# The reference: the ground truth replayed through the environment (100% in every category).
+# The reference: the ground truth played through the environment by the oracle agent, all 800 tasks
+# (100% in every category).
 replay: setup
-	$(PY) -m agents.replay
+	$(VENV)/bin/tooluse-eval run --agent oracle --out runs/oracle --force
 
 # A supervised warm-start of SmolLM2-135M on the curriculum's warm-up split (about 40 min on 2 cores):
 # the starting model of the CPU GRPO config and of the efficiency benchmark (runs/warmstart/model).

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from tooluse_gym.tasks.schema import Task
+from tooluse_gym.tasks.task import Task
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,13 +76,16 @@ class Generation:
     """An assistant message and what it cost.
 
     `action` is what goes to `env.step`: the OpenAI-shaped `message` when the backend
-    returned structured tool calls, else `text`.
+    returned structured tool calls, else `text`. Local backends also return the token ids
+    the engine saw (`prompt_token_ids`) and sampled (`token_ids`), with the sampled tokens'
+    `logprobs`: token-level training uses exactly these, never a re-tokenization.
     """
 
     text: str = ""
     message: Mapping[str, Any] | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    prompt_token_ids: tuple[int, ...] | None = None
     token_ids: tuple[int, ...] | None = None
     logprobs: tuple[float, ...] | None = None
     finish_reason: str | None = None

@@ -9,7 +9,6 @@ tooluse-eval compare runs/A runs/B
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -24,15 +23,11 @@ from agents.evaluate import (
     run_eval,
     run_sweep,
 )
-from tooluse_gym.envs.tool_env import DECODERS
+from tooluse_gym.envs.knobs import CHOICES, Knobs
 from tooluse_gym.tasks.bfcl import CATEGORIES
 
-_KNOBS = {
-    "template": ("native", "context"),
-    "reasoning": ("keep", "strip", "last"),
-    "tool_format": ("python", "json"),
-    "tool_results": ("tool_messages", "user_message"),
-}
+_DEFAULTS = Knobs()
+_KNOBS = {k: CHOICES[k] for k in ("template", "reasoning", "tool_format", "tool_results")}
 
 
 def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
@@ -50,23 +45,25 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     p.add_argument("--seeds", nargs="+", type=int, default=[0])
     nargs = "+" if sweep else None
     for knob, choices in _KNOBS.items():
-        default = [choices[0]] if sweep else choices[0]
-        p.add_argument(f"--{knob.replace('_', '-')}", nargs=nargs, choices=choices, default=default)
+        default = getattr(_DEFAULTS, knob)
+        p.add_argument(
+            f"--{knob.replace('_', '-')}", nargs=nargs, choices=choices, default=[default] if sweep else default
+        )
     p.add_argument(
         "--system-prompt",
         nargs=nargs,
-        default=["bfcl"] if sweep else "bfcl",
+        default=[_DEFAULTS.system_prompt] if sweep else _DEFAULTS.system_prompt,
         help="bfcl | strong | none | literal prompt text",
     )
     p.add_argument(
         "--decoder",
         nargs=nargs,
-        choices=DECODERS,
+        choices=CHOICES["decoder"],
         help="bfcl: decode and execute calls exactly as bfcl_eval (default for BFCL tasks) | "
         "lenient: a friendlier parser (default for --scenarios)",
     )
     p.add_argument("--strict-tools", action="store_true")
-    p.add_argument("--max-steps-per-turn", type=int, default=20)
+    p.add_argument("--max-steps-per-turn", type=int, default=_DEFAULTS.max_steps_per_turn)
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--max-tokens", type=int, default=512)
@@ -134,7 +131,6 @@ def main(argv: list[str] | None = None) -> int:
             print(text)
             if data["protocol_differences"]:
                 print("WARNING: protocol cards differ (see above)", file=sys.stderr)
-            json.dumps(data)
     except (RunConflict, ValueError, FileNotFoundError, NotImplementedError) as e:
         print(f"tooluse-eval: error: {e}", file=sys.stderr)
         return 2

@@ -1,22 +1,25 @@
-"""Episode records and the `episodes.jsonl` file (DESIGN §6): the only episode format tools read.
+"""Episode records and the `episodes.jsonl` file: the only episode format tools read.
 
-One JSON object per line, appended and flushed as each episode finishes. Readers skip a
-torn last line or a corrupt line with a warning and count it; they never crash on one.
+One JSON object per line, appended and flushed as each episode finishes. Readers (`agents.jsonl`)
+skip a torn last line or a corrupt line with a warning and count it; they never crash on one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agents.base import AgentError, Generation
+from agents.jsonl import FileHealth, read_jsonl
+from agents.records import SCHEMA_VERSION, EpisodeRecord, RecordError, StepEntry, TurnEntry
 
-SCHEMA_VERSION = 1
+__all__ = ["SCHEMA_VERSION", "EpisodeWriter", "StepCost", "episode_record", "read_episodes"]
 
 
 @dataclass(frozen=True)
@@ -42,48 +45,52 @@ def episode_record(
     error: AgentError | None = None,
     duration_s: float = 0.0,
 ) -> dict[str, Any]:
-    """Build the JSON record of the episode that just ended in `env` (an unwrapped `ToolUseEnv`)."""
+    """The JSON record (`agents.records.EpisodeRecord`) of the episode that just ended in `env` (unwrapped)."""
     task = env.task
     result = env.result
     verdicts = {v.turn: v.to_dict() for v in result.turns} if result is not None else {}
-    turns: list[dict[str, Any]] = []
+    steps: dict[int, list[StepEntry]] = {}
     for index, (step, cost) in enumerate(zip(env.step_log, _pad(costs, len(env.step_log)), strict=True)):
-        while len(turns) <= step.turn:
-            t = len(turns)
-            user = [m["content"] for m in task.turns[t]] if t < task.num_turns else []
-            turns.append({"turn": t, "user": user, "held_out": t in task.held_out, "steps": [], "verdict": None})
-        turns[step.turn]["steps"].append(
-            {
-                **step.to_dict(),
-                "index": index,
-                "prompt_tokens": cost.prompt_tokens,
-                "completion_tokens": cost.completion_tokens,
-                "latency_s": cost.latency_s,
-            }
+        entry = StepEntry(
+            turn=step.turn,
+            index=index,
+            assistant=step.content,
+            calls=tuple(c.to_dict() for c in step.calls),
+            results=tuple(step.results),
+            parse_failure=step.parse_failure,
+            prompt_tokens=cost.prompt_tokens,
+            completion_tokens=cost.completion_tokens,
+            latency_s=cost.latency_s,
         )
-    for turn in turns:
-        turn["verdict"] = verdicts.get(turn["turn"])
+        steps.setdefault(step.turn, []).append(entry)
+    turns = tuple(
+        TurnEntry(
+            turn=t,
+            user=tuple(m["content"] for m in task.turns[t]) if t < task.num_turns else (),
+            held_out=t in task.held_out,
+            steps=tuple(steps.get(t, ())),
+            verdict=verdicts.get(t),
+        )
+        for t in range(max(steps) + 1 if steps else 0)
+    )
     checker = None
     if result is not None:
         checker = {"valid": result.valid, "error_type": result.error_type, "error_message": result.error_message}
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "protocol": dict(protocol),
-        "task_id": task.task_id,
-        "category": task.category,
-        "seed": seed,
-        "agent": dict(agent),
-        "turns": turns,
-        "num_turns": task.num_turns,
-        "reward": 1.0 if result is not None and result.valid and error is None else 0.0,
-        "checker": checker,
-        "error": error.to_dict() if error is not None else None,
-        "tokens": {
-            "prompt": sum(c.prompt_tokens for c in costs),
-            "completion": sum(c.completion_tokens for c in costs),
-        },
-        "duration_s": round(duration_s, 4),
-    }
+    return EpisodeRecord(
+        task_id=task.task_id,
+        reward=1.0 if result is not None and result.valid and error is None else 0.0,
+        category=task.category,
+        seed=seed,
+        protocol=dict(protocol),
+        agent=dict(agent),
+        turns=turns,
+        num_turns=task.num_turns,
+        checker=checker,
+        error=error.to_dict() if error is not None else None,
+        prompt_tokens=sum(c.prompt_tokens for c in costs),
+        completion_tokens=sum(c.completion_tokens for c in costs),
+        duration_s=round(duration_s, 4),
+    ).to_dict()
 
 
 def _pad(costs: Sequence[StepCost], n: int) -> list[StepCost]:
@@ -122,38 +129,22 @@ class EpisodeWriter:
         self.close()
 
 
-@dataclass
-class ReadStats:
-    """Lines of a JSONL file that could not be read."""
+def read_episodes(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], FileHealth]:
+    """All readable episode records of a file, and what was skipped (`agents.jsonl.read_jsonl`).
 
-    skipped: int = 0
-    torn_last_line: bool = False
-
-
-def iter_jsonl(path: str | os.PathLike[str], stats: ReadStats | None = None) -> Iterator[dict[str, Any]]:
-    """Objects of a JSONL file; bad lines are skipped with a warning and counted in `stats`."""
-    stats = stats if stats is not None else ReadStats()
-    with Path(path).open("rb") as f:
-        lines = f.read().split(b"\n")
-    last = len(lines) - 1
-    for i, raw in enumerate(lines):
-        if not raw.strip():
+    Objects that are not episode records are left out; an episode record this version cannot
+    read (malformed, or of a newer schema) is skipped with a warning and counted as corrupt.
+    """
+    objects, health = read_jsonl(path)
+    records, unreadable = [], 0
+    for obj in objects:
+        if "task_id" not in obj or "reward" not in obj:
             continue
         try:
-            obj = json.loads(raw.decode("utf-8"))
-            if not isinstance(obj, dict):
-                raise ValueError("not a JSON object")
-        except (ValueError, UnicodeDecodeError) as e:
-            stats.skipped += 1
-            torn = i == last
-            stats.torn_last_line = stats.torn_last_line or torn
-            warnings.warn(f"{path}:{i + 1}: skipped {'torn last' if torn else 'corrupt'} line ({e})", stacklevel=2)
+            EpisodeRecord.from_dict(obj)
+        except RecordError as e:
+            unreadable += 1
+            warnings.warn(f"{path}: skipped an episode record ({e})", stacklevel=2)
             continue
-        yield obj
-
-
-def read_episodes(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], ReadStats]:
-    """All readable episode records of a file, and what was skipped."""
-    stats = ReadStats()
-    records = [r for r in iter_jsonl(path, stats) if "task_id" in r and "reward" in r]
-    return records, stats
+        records.append(obj)
+    return records, dataclasses.replace(health, corrupt_lines=health.corrupt_lines + unreadable)

@@ -20,32 +20,25 @@ from agents.base import Agent, Generation, SamplingConfig
 from agents.episode import EpisodeWriter, read_episodes
 from agents.report import sensitivity_figure, write_run_report
 from agents.results import (
+    CategoryDiff,
     clean_caption,
-    clean_subset,
+    compare_results,
     format_clean_table,
     format_pass_table,
     format_table,
     spread,
     summarize,
 )
-from agents.rollout import RolloutJob, run_rollouts
+from agents.rollout import Episode, RolloutJob, run_rollouts
+from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.protocol import ProtocolCard
-from tooluse_gym.tasks import bfcl
+from tooluse_gym.tasks import bfcl, evenly_spaced
 from tooluse_gym.tasks.known_issues import KnownIssues, load_known_issues
 
 ENV_ID = "ToolUse-MultiTurn-v0"
 SCENARIO_ENV_ID = "ToolUse-Scenario-v0"
 AGENTS = ("oracle", "hf", "vllm", "openai")
-PROTOCOL_KNOBS = (
-    "template",
-    "reasoning",
-    "system_prompt",
-    "tool_format",
-    "tool_results",
-    "decoder",
-    "strict_tools",
-    "max_steps_per_turn",
-)
+PROTOCOL_KNOBS = Knobs.names()
 
 
 class RunConflict(RuntimeError):
@@ -130,10 +123,7 @@ def select_tasks(
         by_category = {c: [t.task_id for t in bfcl.load_bfcl_tasks(c)] for c in categories or bfcl.CATEGORIES}
     ids = []
     for category in categories or by_category:
-        tasks = by_category[category]
-        if limit is not None and limit < len(tasks):
-            tasks = [tasks[i * len(tasks) // limit] for i in range(limit)]
-        ids.extend(tasks)
+        ids.extend(evenly_spaced(by_category[category], limit))
     return ids
 
 
@@ -229,7 +219,8 @@ def run_eval(
         try:
             with EpisodeWriter(episodes_path) as writer:
 
-                def on_episode(record: dict[str, Any]) -> None:
+                def on_episode(episode: Episode) -> None:
+                    record = episode.record
                     writer.write(record)
                     bar.episode(record)
 
@@ -365,64 +356,50 @@ def compare_runs(a: Path, b: Path) -> tuple[str, dict[str, Any]]:
         lines += ["!" * 78, "WARNING: the protocol cards differ; these results are NOT comparable:"]
         lines += [f"  {k}: {va!r} (A) vs {vb!r} (B)" for k, (va, vb) in differences.items()]
         lines += ["!" * 78, ""]
-    rows = _diff_rows(ra["summary"], rb["summary"])
-    lines += ["Official score (all tasks):", ""]
-    lines += _diff_table(rows)
     episodes = [read_episodes(Path(p) / "episodes.jsonl")[0] for p in (a, b)]
     registry = known_issues_for(ra["protocol"].get("env_id"))
     if known_issues_for(rb["protocol"].get("env_id")) is None:
         registry = None
+    c = compare_results((ra["summary"], rb["summary"]), (episodes[0], episodes[1]), registry)
+    rows = _diff_rows(c.categories)
+    lines += ["Official score (all tasks):", ""]
+    lines += _diff_table(rows)
     clean: dict[str, Any] | None = None
-    if registry is not None:
-        ca, cb = (clean_subset(e, registry) for e in episodes)
-        excluded = sorted(set(ca["excluded_tasks"]) | set(cb["excluded_tasks"]))
-        clean = {"registry_version": registry.version, "excluded_tasks": excluded, "categories": _diff_rows(ca, cb)}
+    if c.registry_version is not None:
+        excluded = list(c.excluded_tasks)
+        clean = {"registry_version": c.registry_version, "excluded_tasks": excluded, "categories": _diff_rows(c.clean)}
         lines += [
             "",
-            f"Clean subset (tasks not in the known-issues registry {registry.version}; "
+            f"Clean subset (tasks not in the known-issues registry {c.registry_version}; "
             f"{len(excluded)} of the runs' tasks left out):",
             "",
         ]
         lines += _diff_table(clean["categories"])
-    per_task = [_task_means(e) for e in episodes]
-    shared = sorted(set(per_task[0]) & set(per_task[1]))
-    disagree = [t for t in shared if (per_task[0][t] >= 0.5) != (per_task[1][t] >= 0.5)]
-
-    def issue(task_id: str) -> str | None:
-        entry = registry.get(task_id) if registry is not None else None
-        return entry.kind if entry is not None else None
-
     lines += [
         "",
-        f"{len(disagree)} of {len(shared)} shared tasks disagree (mean reward across seeds >= 0.5 in one run only):",
+        f"{len(c.disagreements)} of {c.shared_tasks} shared tasks disagree "
+        "(mean reward across seeds >= 0.5 in one run only):",
     ]
-    for t in disagree[:50]:
-        mark = f"  [known issue: {issue(t)}]" if issue(t) else ""
-        lines.append(f"  {t}: A {per_task[0][t]:.2f}  B {per_task[1][t]:.2f}{mark}")
+    for d in c.disagreements[:50]:
+        mark = f"  [known issue: {d.known_issue}]" if d.known_issue else ""
+        lines.append(f"  {d.task_id}: A {d.a:.2f}  B {d.b:.2f}{mark}")
     data = {
         "protocol_differences": {k: list(v) for k, v in differences.items()},
         "categories": rows,
-        "disagreements": [
-            {"task_id": t, "a": per_task[0][t], "b": per_task[1][t], "known_issue": issue(t)} for t in disagree
-        ],
+        "disagreements": [dataclasses.asdict(d) for d in c.disagreements],
     }
     if clean is not None:
         data["clean"] = clean
     return "\n".join(lines), data
 
 
-def _diff_rows(sa: Mapping[str, Any], sb: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """B - A per category and overall, with the CI of the difference, from two summaries' accuracies."""
-    rows = []
-    for name in [*sorted(set(sa["categories"]) | set(sb["categories"])), "overall"]:
-        x = sa["overall"] if name == "overall" else sa["categories"].get(name)
-        y = sb["overall"] if name == "overall" else sb["categories"].get(name)
-        if not x or not y or x["mean"] is None or y["mean"] is None:
-            continue
-        diff = y["mean"] - x["mean"]
-        ci = (x["ci95"] ** 2 + y["ci95"] ** 2) ** 0.5 if x["ci95"] is not None and y["ci95"] is not None else None
-        rows.append({"category": name, "a": x["mean"], "b": y["mean"], "diff": diff, "ci95": ci})
-    return rows
+def _diff_rows(rows: Sequence[CategoryDiff]) -> list[dict[str, Any]]:
+    """B - A per category and overall, with the CI of the difference (rows where both runs have a score)."""
+    return [
+        {"category": r.category, "a": r.a, "b": r.b, "diff": r.diff, "ci95": r.diff_ci}
+        for r in rows
+        if r.a is not None and r.b is not None
+    ]
 
 
 def _diff_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -431,13 +408,6 @@ def _diff_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         ci = f"±{100 * r['ci95']:.1f}" if r["ci95"] is not None else "n/a"
         lines.append(f"| {r['category']} | {100 * r['a']:.1f} | {100 * r['b']:.1f} | {100 * r['diff']:+.1f} | {ci} |")
     return lines
-
-
-def _task_means(episodes: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    rewards: dict[str, list[float]] = {}
-    for e in episodes:
-        rewards.setdefault(e["task_id"], []).append(float(e["reward"]))
-    return {t: sum(v) / len(v) for t, v in rewards.items()}
 
 
 def results_table(results: Mapping[str, Any]) -> str:

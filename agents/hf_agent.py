@@ -123,10 +123,10 @@ class HFAgent:
             latency = (time.perf_counter() - start) / len(todo)
             width = batch["input_ids"].shape[1]
             for row, i in enumerate(todo):
-                out[i] = self._generation(result.sequences[row, width:], scores[row], len(encoded[i]), latency)
+                out[i] = self._generation(result.sequences[row, width:], scores[row], encoded[i], latency)
         return [g for g in out if g is not None]
 
-    def _generation(self, tokens: Any, scores: Any, prompt_tokens: int, latency: float) -> Generation:
+    def _generation(self, tokens: Any, scores: Any, prompt_ids: Sequence[int], latency: float) -> Generation:
         ids = tokens.tolist()
         stops = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id}
         end = next((k for k, t in enumerate(ids) if t in stops), None)
@@ -135,8 +135,9 @@ class HFAgent:
         text = self.tokenizer.decode(kept, skip_special_tokens=True)
         return Generation(
             text=text,
-            prompt_tokens=prompt_tokens,
+            prompt_tokens=len(prompt_ids),
             completion_tokens=len(kept),
+            prompt_token_ids=tuple(prompt_ids),
             token_ids=tuple(kept),
             logprobs=tuple(float(x) for x in scores[: len(kept)].tolist()),
             finish_reason=finish,

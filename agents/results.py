@@ -11,6 +11,7 @@ import math
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -251,3 +252,114 @@ def format_clean_table(summary: Mapping[str, Any]) -> str:
 
 def _ci(value: float | None) -> str:
     return f"±{_pct(value)}" if value is not None else "n/a"
+
+
+# --- two runs side by side (`tooluse-eval compare` and the TUI's compare view) ---------------
+
+
+@dataclass(frozen=True)
+class CategoryDiff:
+    """Accuracy of one category (or ``overall``) in runs A and B: fractions, CI half-widths (None: unknown)."""
+
+    category: str
+    a: float | None
+    a_ci: float | None
+    b: float | None
+    b_ci: float | None
+
+    @property
+    def diff(self) -> float | None:
+        return None if self.a is None or self.b is None else self.b - self.a
+
+    @property
+    def diff_ci(self) -> float | None:
+        """95% half-width of B - A, treating the runs as independent."""
+        if self.a_ci is None or self.b_ci is None:
+            return None
+        return (self.a_ci**2 + self.b_ci**2) ** 0.5
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """A task solved (mean reward >= 0.5 across seeds) in one run only."""
+
+    task_id: str
+    a: float
+    b: float
+    known_issue: str | None = None
+    """The kind of known BFCL issue the task has, or None."""
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """What two runs' summaries and episodes say side by side.
+
+    Attributes:
+        categories: Per category, then ``overall`` (official score: all tasks).
+        disagreements: Shared tasks solved in one run only, in task-id order.
+        shared_tasks: Tasks both runs played.
+        clean: The same rows over the clean subset (empty without a registry).
+        registry_version: The known-issues registry the clean subset leaves out (None: none given).
+        excluded_tasks: The tasks of either run that the registry lists.
+    """
+
+    categories: tuple[CategoryDiff, ...]
+    disagreements: tuple[Disagreement, ...]
+    shared_tasks: int
+    clean: tuple[CategoryDiff, ...] = ()
+    registry_version: str | None = None
+    excluded_tasks: tuple[str, ...] = ()
+
+
+def compare_results(
+    summaries: tuple[Mapping[str, Any], Mapping[str, Any]],
+    episodes: tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]],
+    known_issues: KnownIssues | None = None,
+) -> RunComparison:
+    """Runs A and B compared: per-category accuracy, disagreeing tasks, and (with a registry) the clean subset.
+
+    `summaries` are `summarize` outputs; `episodes` need ``task_id``, ``category``, ``seed`` and ``reward``.
+    """
+    means = [task_means(e) for e in episodes]
+    shared = sorted(set(means[0]) & set(means[1]))
+
+    def kind(task_id: str) -> str | None:
+        entry = known_issues.get(task_id) if known_issues is not None else None
+        return entry.kind if entry is not None else None
+
+    disagree = tuple(
+        Disagreement(t, means[0][t], means[1][t], kind(t))
+        for t in shared
+        if (means[0][t] >= 0.5) != (means[1][t] >= 0.5)
+    )
+    rows = category_diffs(*summaries)
+    if known_issues is None:
+        return RunComparison(rows, disagree, len(shared))
+    clean = [clean_subset(e, known_issues) for e in episodes]
+    return RunComparison(
+        rows,
+        disagree,
+        len(shared),
+        clean=category_diffs(clean[0], clean[1]),
+        registry_version=known_issues.version,
+        excluded_tasks=tuple(sorted(set(clean[0]["excluded_tasks"]) | set(clean[1]["excluded_tasks"]))),
+    )
+
+
+def category_diffs(sa: Mapping[str, Any], sb: Mapping[str, Any]) -> tuple[CategoryDiff, ...]:
+    """A row per category of either summary (sorted), then ``overall``."""
+    cats_a, cats_b = sa.get("categories") or {}, sb.get("categories") or {}
+    rows = []
+    for name in [*sorted(set(cats_a) | set(cats_b)), "overall"]:
+        x = (sa.get("overall") if name == "overall" else cats_a.get(name)) or {}
+        y = (sb.get("overall") if name == "overall" else cats_b.get(name)) or {}
+        rows.append(CategoryDiff(name, x.get("mean"), x.get("ci95"), y.get("mean"), y.get("ci95")))
+    return tuple(rows)
+
+
+def task_means(episodes: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """Mean reward per task id across its episodes (seeds)."""
+    rewards: dict[str, list[float]] = {}
+    for e in episodes:
+        rewards.setdefault(e["task_id"], []).append(float(e["reward"]))
+    return {t: sum(v) / len(v) for t, v in rewards.items()}

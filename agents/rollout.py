@@ -1,7 +1,8 @@
 """The one rollout loop: many environments at once, one batched agent call per step.
 
-Used by evaluation and (later) training. At every step the observations of all active
-episodes go to the agent in one batch; an episode that ends is written out and its env
+Used by evaluation and training. At every step the observations of all active episodes go
+to the agent in one batch; an episode that ends is handed out (its record, and the
+generation of each of its steps, with the token ids the engine saw and sampled) and its env
 takes the next job, until the job list is done.
 """
 
@@ -40,13 +41,26 @@ def request_for(env: gym.Env, observation: dict[str, Any], seed: int) -> AgentRe
     )
 
 
+@dataclass(frozen=True)
+class Episode:
+    """One finished episode: its record (`agents.episode` format) and what generated each of its steps.
+
+    Attributes:
+        record: The JSON record.
+        generations: One per assistant step of the record, in order (a scripted agent's carry no tokens).
+    """
+
+    record: dict[str, Any]
+    generations: tuple[Generation, ...]
+
+
 @dataclass
 class _Slot:
     env: gym.Env
     job: RolloutJob | None = None
     observation: dict[str, Any] | None = None
     protocol: dict[str, Any] = field(default_factory=dict)
-    costs: list[StepCost] = field(default_factory=list)
+    generations: list[Generation] = field(default_factory=list)
     started: float = 0.0
 
 
@@ -57,10 +71,10 @@ def run_rollouts(
     *,
     sampling: SamplingConfig,
     num_envs: int = 8,
-    on_episode: Callable[[dict[str, Any]], None] | None = None,
+    on_episode: Callable[[Episode], None] | None = None,
     on_batch: Callable[[Sequence[Generation]], None] | None = None,
-) -> list[dict[str, Any]]:
-    """Play every job; returns the episode records in the order the episodes finished.
+) -> list[Episode]:
+    """Play every job; returns the episodes in the order they finished.
 
     Args:
         make_env: Builds one env (all envs of a run share the protocol).
@@ -68,34 +82,36 @@ def run_rollouts(
         jobs: Episodes to play.
         sampling: Sampling settings for every call.
         num_envs: Episodes played at once (the largest agent batch).
-        on_episode: Called with each record as its episode ends (e.g. to append it to a file).
+        on_episode: Called with each episode as it ends (e.g. to append its record to a file).
         on_batch: Called with each batch of generations (e.g. to update a progress bar).
     """
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
     queue = deque(jobs)
     slots = [_Slot(make_env()) for _ in range(min(num_envs, len(queue)))]
-    records: list[dict[str, Any]] = []
+    episodes: list[Episode] = []
     agent_info = agent.describe()
 
     def finish(slot: _Slot, error: AgentError | None = None) -> None:
         assert slot.job is not None
+        base = slot.env.unwrapped
         record = episode_record(
-            slot.env.unwrapped,
+            base,
             protocol=slot.protocol,
             seed=slot.job.seed,
             agent=agent_info,
-            costs=slot.costs,
+            costs=[StepCost.of(g) for g in slot.generations],
             error=error,
             duration_s=time.perf_counter() - slot.started,
         )
-        records.append(record)
+        episode = Episode(record, tuple(slot.generations[: len(base.step_log)]))
+        episodes.append(episode)
         if on_episode is not None:
-            on_episode(record)
+            on_episode(episode)
         start(slot)
 
     def start(slot: _Slot) -> None:
-        slot.job, slot.costs = None, []
+        slot.job, slot.generations = None, []
         if queue:
             slot.job = queue.popleft()
             slot.started = time.perf_counter()
@@ -115,7 +131,7 @@ def run_rollouts(
     finally:
         for slot in slots:
             slot.env.close()
-    return records
+    return episodes
 
 
 def _generate(agent: Agent, requests: list[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
@@ -135,7 +151,7 @@ def _advance(slot: _Slot, generation: Generation, finish: Callable[..., None]) -
     if generation.error is not None:
         finish(slot, generation.error)
         return
-    slot.costs.append(StepCost.of(generation))
+    slot.generations.append(generation)
     try:
         slot.observation, _, terminated, truncated, _ = slot.env.step(generation.action)
     except Exception as e:  # a bug must not lose the run: the episode records it

@@ -217,17 +217,18 @@ def train(config: SFTConfig, progress: bool = True) -> dict[str, Any]:
     """Run the warm-start; returns a summary (also written to ``out/summary.json``)."""
     import torch
     from tqdm.auto import tqdm
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from agents.grpo.tiny import resolve_tiny
-    from tooluse_gym.models import resolve_model
+    from agents.grpo.config import PolicyConfig
+    from agents.grpo.policy import Policy
 
-    if config.threads:
-        torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)
-    path = resolve_model(resolve_tiny(config.model))
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    # the trainers' one model loader (names such as smollm2-135m and tiny-random resolved in one place)
+    policy = Policy.load(
+        PolicyConfig(
+            model=config.model, dtype="float32", device="cpu", gradient_checkpointing=False, threads=config.threads
+        )
+    )
+    model, tokenizer = policy.model, policy.tokenizer
     model.train()
     model.config.use_cache = True
     examples = build_examples(config, tokenizer)

@@ -153,6 +153,7 @@ def _generation(result: Any, latency: float) -> Generation:
         text=completion.text,
         prompt_tokens=len(result.prompt_token_ids),
         completion_tokens=len(ids),
+        prompt_token_ids=tuple(result.prompt_token_ids),
         token_ids=ids,
         logprobs=logprobs,
         finish_reason=completion.finish_reason,

@@ -59,7 +59,7 @@ def main() -> None:
     rates = {}
     for name, num_envs in (("sequential", 1), ("batched", args.num_envs)):
         start = time.perf_counter()
-        records = run_rollouts(make_env, agent, jobs, sampling=sampling, num_envs=num_envs)
+        records = [e.record for e in run_rollouts(make_env, agent, jobs, sampling=sampling, num_envs=num_envs)]
         seconds = time.perf_counter() - start
         tokens = sum(r["tokens"]["completion"] for r in records)
         rates[name] = tokens / seconds

@@ -6,6 +6,7 @@
     env = gym.make("ToolUse-MultiTurn-v0", category="base", template="native", reasoning="keep",
                    system_prompt="bfcl", tool_format="python")
     env = gym.make("ToolUse-Scenario-v0", path="scenarios/curriculum/train.yaml")
+    env = gym.make("ToolUse-Tasks-v0", pool=pool)   # any `tooluse_gym.envs.builder.TaskPool`
 
 Importing this package registers environment ids only; it never imports torch or vLLM.
 """
@@ -21,6 +22,7 @@ __all__ = ["__version__", "register_tools"]
 _ENV_IDS = {
     "ToolUse-MultiTurn-v0": "tooluse_gym.envs.multi_turn:make_multi_turn_env",
     "ToolUse-Scenario-v0": "tooluse_gym.envs.scenario:make_scenario_env",
+    "ToolUse-Tasks-v0": "tooluse_gym.envs.builder:make_task_env",
 }
 for _id, _entry_point in _ENV_IDS.items():
     if _id not in registry:

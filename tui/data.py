@@ -1,138 +1,25 @@
-"""Lazy, tolerant readers for ``episodes.jsonl`` and ``metrics.jsonl`` (no Textual import).
+"""Episode summaries and metrics rows of a run, read lazily as the run grows (no Textual import).
 
-A file is indexed by the byte offsets of its complete lines; a line is parsed only when it is
-asked for. A corrupt line, or a torn last line (a fragment with no newline that is not a JSON
-object), is skipped and counted, never raised. Files may grow while they are read: `refresh`
-indexes the lines appended since the last call, and a torn fragment is read again until its
-writer finishes it.
+Both files go through the one JSONL reader (`agents.jsonl.JsonlFile`): indexed by the byte
+offsets of their complete lines, a line parsed only when it is asked for, a corrupt or torn line
+skipped and counted, never raised. Files may grow while they are read: `refresh` indexes the
+lines appended since the last call, and a torn fragment is read again until its writer finishes it.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import sys
-import threading
-from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-_CHUNK = 1 << 22
+from agents.jsonl import FileHealth, JsonlFile, parse_object
 
-
-def _parse(raw: bytes) -> dict[str, Any] | None:
-    try:
-        obj = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
-@dataclass(frozen=True)
-class FileHealth:
-    """What could not be read in a file so far."""
-
-    corrupt_lines: int = 0
-    torn_last_line: bool = False
-
-    def describe(self) -> str:
-        parts = []
-        if self.corrupt_lines:
-            parts.append(f"{self.corrupt_lines} corrupt line{'s' if self.corrupt_lines != 1 else ''} skipped")
-        if self.torn_last_line:
-            parts.append("torn last line skipped")
-        return ", ".join(parts)
-
-
-class JsonlFile:
-    """Byte offsets of the lines of a JSONL file, grown by `refresh`; lines parsed on demand.
-
-    Args:
-        path: The file. It may not exist yet (a run that has not written it).
-    """
-
-    def __init__(self, path: str | os.PathLike[str]):
-        self.path = Path(path)
-        self._starts = array("q")
-        self._ends = array("q")
-        self._scanned = 0
-        self._torn = False
-        self._corrupt: set[int] = set()
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._starts)
-
-    @property
-    def health(self) -> FileHealth:
-        return FileHealth(len(self._corrupt), self._torn)
-
-    def refresh(self) -> range:
-        """Index the complete lines written since the last call; returns their line numbers."""
-        with self._lock:
-            first = len(self._starts)
-            try:
-                size = self.path.stat().st_size
-            except FileNotFoundError:
-                return range(first, first)
-            if size < self._scanned:  # the file was replaced: start over
-                self._starts, self._ends, self._scanned, self._corrupt = array("q"), array("q"), 0, set()
-                first = 0
-            with self.path.open("rb") as f:
-                f.seek(self._scanned)
-                position, carry = self._scanned, b""
-                while chunk := f.read(_CHUNK):
-                    data = carry + chunk
-                    base = position - len(carry)
-                    start = 0
-                    while (end := data.find(b"\n", start)) >= 0:
-                        if data[start:end].strip():
-                            self._starts.append(base + start)
-                            self._ends.append(base + end)
-                        start = end + 1
-                    carry = data[start:]
-                    position += len(chunk)
-                self._scanned = position - len(carry)
-                self._torn = False
-                if carry.strip():
-                    if _parse(carry) is not None:  # a whole object without its newline
-                        self._starts.append(self._scanned)
-                        self._ends.append(position)
-                        self._scanned = position
-                    else:
-                        self._torn = True
-            return range(first, len(self._starts))
-
-    def raw(self, line: int) -> bytes:
-        """The bytes of line `line` (0-based over the non-blank lines)."""
-        with self.path.open("rb") as f:
-            f.seek(self._starts[line])
-            return f.read(self._ends[line] - self._starts[line])
-
-    def read(self, line: int) -> dict[str, Any] | None:
-        """Line `line` parsed, or None (and counted) when it is not a JSON object."""
-        obj = _parse(self.raw(line))
-        if obj is None:
-            self.mark_corrupt(line)
-        return obj
-
-    def mark_corrupt(self, line: int) -> None:
-        """Count line `line` as unreadable (once)."""
-        self._corrupt.add(line)
-
-    def iter_raw(self, lines: range) -> Iterator[tuple[int, bytes]]:
-        """(line, bytes) for consecutive lines, read in one pass."""
-        if not lines:
-            return
-        with self.path.open("rb") as f:
-            for i in lines:
-                f.seek(self._starts[i])
-                yield i, f.read(self._ends[i] - self._starts[i])
-
+__all__ = ["EpisodeFilter", "EpisodeStore", "EpisodeSummary", "FileHealth", "JsonlFile", "MetricsLog", "select"]
 
 _REGISTRY_MODULE = "tooluse_gym.tasks.known_issues"
 
@@ -253,7 +140,7 @@ class EpisodeStore:
             lines = range(self._summarized, min(self._summarized + batch, len(self.file)))
             new = []
             for line, raw in self.file.iter_raw(lines):
-                record = _parse(raw)
+                record = parse_object(raw)
                 summary = EpisodeSummary.of(record, line) if record is not None else None
                 if record is None:
                     self.file.mark_corrupt(line)
@@ -294,7 +181,7 @@ class MetricsLog:
         """Read new lines; returns how many rows were added."""
         added = 0
         for line, raw in self.file.iter_raw(self.file.refresh()):
-            row = _parse(raw)
+            row = parse_object(raw)
             if row is None:
                 self.file.mark_corrupt(line)
                 continue

@@ -7,6 +7,7 @@ Two folders are compared.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -14,14 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.results import clean_subset, summarize
-from tui.data import EpisodeStore, EpisodeSummary, known_issue, known_issues
+from agents.results import CategoryDiff, Disagreement, RunComparison, compare_results, summarize
+from tui.data import EpisodeStore, EpisodeSummary, known_issues
 
 BFCL_ENV_ID = "ToolUse-MultiTurn-v0"
 """Runs of this env are BFCL runs: their clean subset (tasks not in the known-issues registry) is shown."""
 EPISODES = "episodes.jsonl"
 METRICS = "metrics.jsonl"
 RESULTS = "results.json"
+
+
+CategoryRow = CategoryDiff
+"""Accuracy of one category in both runs (`agents.results.CategoryDiff`)."""
+__all__ = ["CategoryRow", "Comparison", "Disagreement", "Target", "TargetError", "compare", "load_results", "resolve"]
 
 
 class TargetError(ValueError):
@@ -96,21 +102,6 @@ def short_name(path: Path) -> str:
 
 
 @dataclass(frozen=True)
-class CategoryRow:
-    """Accuracy of one category in both runs (fractions; CI half-widths may be unknown)."""
-
-    category: str
-    a: float | None
-    a_ci: float | None
-    b: float | None
-    b_ci: float | None
-
-    @property
-    def diff(self) -> float | None:
-        return None if self.a is None or self.b is None else self.b - self.a
-
-
-@dataclass(frozen=True)
 class CardRow:
     """One protocol-card field in both runs."""
 
@@ -124,31 +115,11 @@ class CardRow:
 
 
 @dataclass(frozen=True)
-class Disagreement:
-    """A task solved (mean reward >= 0.5 across seeds) in one run only."""
+class Comparison(RunComparison):
+    """Two runs side by side: `agents.results.RunComparison`, with the runs' names and protocol cards."""
 
-    task_id: str
-    a: float
-    b: float
-    known_issue: str | None = None
-    """The kind of known BFCL issue the task has, or None."""
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """Two runs side by side."""
-
-    names: tuple[str, str]
-    categories: tuple[CategoryRow, ...]
-    card: tuple[CardRow, ...]
-    disagreements: tuple[Disagreement, ...]
-    shared_tasks: int
-    clean: tuple[CategoryRow, ...] = ()
-    """Accuracy over the clean subset (BFCL runs; empty otherwise)."""
-    registry_version: str | None = None
-    """The known-issues registry the clean subset leaves out (None: not BFCL runs)."""
-    excluded_tasks: tuple[str, ...] = ()
-    """The tasks of either run that the registry lists."""
+    names: tuple[str, str] = ("A", "B")
+    card: tuple[CardRow, ...] = ()
 
 
 def load_results(run: Path, summaries: Sequence[EpisodeSummary], store: EpisodeStore) -> dict[str, Any]:
@@ -172,53 +143,19 @@ def compare(
     results: tuple[Mapping[str, Any], Mapping[str, Any]],
     summaries: tuple[Sequence[EpisodeSummary], Sequence[EpisodeSummary]],
 ) -> Comparison:
-    """Per-category accuracy with CIs, protocol card fields, and the tasks the two runs disagree on."""
-    sa, sb = (r.get("summary") or {} for r in results)
-    rows = _category_rows(sa, sb)
+    """Per-category accuracy with CIs, protocol card fields, and the tasks the two runs disagree on.
+
+    The numbers are `agents.results.compare_results`', the same as `tooluse-eval compare`'s."""
     card_a, card_b = (dict(r.get("protocol") or {}) for r in results)
     keys = [*card_a, *(k for k in card_b if k not in card_a)]
     card = tuple(CardRow(k, card_a.get(k), card_b.get(k)) for k in keys if k != "seed")
-    means = [_task_means(s) for s in summaries]
-    shared = sorted(set(means[0]) & set(means[1]))
-    disagree = tuple(
-        Disagreement(t, means[0][t], means[1][t], getattr(known_issue(t), "kind", None))
-        for t in shared
-        if (means[0][t] >= 0.5) != (means[1][t] >= 0.5)
-    )
-    registry = known_issues()
-    bfcl = all(card.get("env_id") == BFCL_ENV_ID for card in (card_a, card_b))
-    if registry is None or not bfcl:
-        return Comparison(names, rows, card, disagree, len(shared))
-    clean = [clean_subset([_episode(s) for s in run], registry) for run in summaries]
-    return Comparison(
-        names,
-        rows,
-        card,
-        disagree,
-        len(shared),
-        clean=_category_rows(clean[0], clean[1]),
-        registry_version=registry.version,
-        excluded_tasks=tuple(sorted(set(clean[0]["excluded_tasks"]) | set(clean[1]["excluded_tasks"]))),
-    )
-
-
-def _category_rows(sa: Mapping[str, Any], sb: Mapping[str, Any]) -> tuple[CategoryRow, ...]:
-    cats_a, cats_b = sa.get("categories") or {}, sb.get("categories") or {}
-    rows = []
-    for name in [*sorted(set(cats_a) | set(cats_b)), "overall"]:
-        x = (sa.get("overall") if name == "overall" else cats_a.get(name)) or {}
-        y = (sb.get("overall") if name == "overall" else cats_b.get(name)) or {}
-        rows.append(CategoryRow(name, x.get("mean"), x.get("ci95"), y.get("mean"), y.get("ci95")))
-    return tuple(rows)
+    bfcl = all(c.get("env_id") == BFCL_ENV_ID for c in (card_a, card_b))
+    registry = known_issues() if bfcl else None
+    episodes = tuple([_episode(s) for s in run] for run in summaries)
+    core = compare_results((results[0].get("summary") or {}, results[1].get("summary") or {}), episodes, registry)
+    return Comparison(**{f.name: getattr(core, f.name) for f in dataclasses.fields(core)}, names=names, card=card)
 
 
 def _episode(s: EpisodeSummary) -> dict[str, Any]:
     """The fields of an episode record that accuracy needs."""
     return {"task_id": s.task_id, "category": s.category, "seed": s.seed, "reward": s.reward}
-
-
-def _task_means(summaries: Sequence[EpisodeSummary]) -> dict[str, float]:
-    rewards: dict[str, list[float]] = {}
-    for s in summaries:
-        rewards.setdefault(s.task_id, []).append(s.reward)
-    return {t: sum(v) / len(v) for t, v in rewards.items()}

@@ -23,9 +23,101 @@ from typing import Any
 import yaml
 
 from agents.grpo.filtering import FilterConfig
-from agents.grpo.policy import PolicyConfig
 from agents.grpo.tasks import MODES, ProtocolConfig, TaskSource
-from agents.grpo.update import UpdateConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoraSettings:
+    """LoRA adapters (peft) instead of full fine-tuning.
+
+    Attributes:
+        r: Rank.
+        alpha: Scale numerator (the update is scaled by alpha / r).
+        dropout: Adapter dropout.
+        target_modules: Linear layers that get adapters.
+    """
+
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.0
+    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolicyConfig:
+    """The trained model.
+
+    Attributes:
+        model: A local folder, a cached hub id, or ``smollm2-135m``.
+        dtype: Dtype of the trained (master) weights. ``float32`` is exact and reproducible;
+            with lr ~1e-6 bf16 weights would round most updates away.
+        autocast: Compute dtype for forward/backward (``bfloat16``: ~1.7x faster on AMX CPUs and on GPUs), or None.
+        device: ``cpu``, ``cuda`` or ``auto``.
+        gradient_checkpointing: Recompute activations in the backward pass (much less memory, on this
+            CPU no slower).
+        lora: LoRA settings, or None for full fine-tuning.
+        threads: torch CPU threads (None: torch's choice).
+    """
+
+    model: str = "smollm2-135m"
+    dtype: str = "float32"
+    autocast: str | None = None
+    device: str = "cpu"
+    gradient_checkpointing: bool = True
+    lora: LoraSettings | None = None
+    threads: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpdateConfig:
+    """The optimizer and the objective.
+
+    Attributes:
+        lr: AdamW learning rate. The paper uses 1e-6 for 3-4B models; small models take larger ones
+            (the CPU configs use 1e-5 for SmolLM2-135M, see their comments).
+        betas: AdamW betas.
+        weight_decay: AdamW weight decay (0: parameters move only with the gradient).
+        max_grad_norm: Gradient clipping by global norm (None: off).
+        clip_low: Lower clip range: the ratio is kept above 1 - clip_low (paper: 0.2).
+        clip_high: Upper clip range: the ratio is kept below 1 + clip_high (paper: 0.28, "clip-higher").
+        kl_coef: Weight of a k3 KL penalty to the initial policy (paper: 0, off).
+        entropy_coef: Weight of an entropy bonus (paper: 0, off).
+        mini_batches: Optimizer steps per rollout batch (each on a slice of the samples).
+        ppo_epochs: Passes over the rollout batch.
+        micro_batch_tokens: Padded tokens per forward/backward (gradient accumulation beyond that).
+        detach_prompt: Run each distinct prompt once without gradient and back-propagate only the
+            completions (`agents.grpo.shared_prompt`): same log-probs, but the gradient through the
+            prompt positions is dropped. Off by default (exact); several times cheaper on a CPU.
+        skip_zero_advantage: Run no forward/backward pass for samples whose advantage is 0 (zero-variance
+            groups). Exact: with no KL and no entropy term such a sample's gradient is 0, and its tokens
+            still count in the token-mean normalizer, so the update is the same as without skipping.
+            Refused together with a KL or entropy term (there the sample's gradient is not 0).
+    """
+
+    lr: float = 1e-6
+    betas: tuple[float, float] = (0.9, 0.999)
+    weight_decay: float = 0.0
+    max_grad_norm: float | None = 1.0
+    clip_low: float = 0.2
+    clip_high: float = 0.28
+    kl_coef: float = 0.0
+    entropy_coef: float = 0.0
+    mini_batches: int = 1
+    ppo_epochs: int = 1
+    micro_batch_tokens: int = 8192
+    detach_prompt: bool = False
+    skip_zero_advantage: bool = False
+
+    def __post_init__(self) -> None:
+        if self.mini_batches < 1 or self.ppo_epochs < 1:
+            raise ValueError("mini_batches and ppo_epochs must be >= 1")
+        if not 0 <= self.clip_low < 1 or self.clip_high < 0:
+            raise ValueError(f"bad clip range ({self.clip_low}, {self.clip_high})")
+        if self.skip_zero_advantage and (self.kl_coef or self.entropy_coef):
+            raise ValueError(
+                "skip_zero_advantage is exact only without KL and entropy terms "
+                f"(kl_coef={self.kl_coef}, entropy_coef={self.entropy_coef})"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,51 +18,12 @@ import torch
 from torch.utils.checkpoint import checkpoint
 
 from agents.grpo.batch import TokenBatch
+from agents.grpo.config import LoraSettings, PolicyConfig
+
+__all__ = ["LoraSettings", "Policy", "PolicyConfig", "head_logprobs"]
 
 LOGIT_CHUNK = 1024
 """Completion positions per vocabulary-projection chunk."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class LoraSettings:
-    """LoRA adapters (peft) instead of full fine-tuning.
-
-    Attributes:
-        r: Rank.
-        alpha: Scale numerator (the update is scaled by alpha / r).
-        dropout: Adapter dropout.
-        target_modules: Linear layers that get adapters.
-    """
-
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.0
-    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-
-
-@dataclass(frozen=True, kw_only=True)
-class PolicyConfig:
-    """The trained model.
-
-    Attributes:
-        model: A local folder, a cached hub id, or ``smollm2-135m``.
-        dtype: Dtype of the trained (master) weights. ``float32`` is exact and reproducible;
-            with lr ~1e-6 bf16 weights would round most updates away.
-        autocast: Compute dtype for forward/backward (``bfloat16``: ~1.7x faster on AMX CPUs and on GPUs), or None.
-        device: ``cpu``, ``cuda`` or ``auto``.
-        gradient_checkpointing: Recompute activations in the backward pass (much less memory, on this
-            CPU no slower).
-        lora: LoRA settings, or None for full fine-tuning.
-        threads: torch CPU threads (None: torch's choice).
-    """
-
-    model: str = "smollm2-135m"
-    dtype: str = "float32"
-    autocast: str | None = None
-    device: str = "cpu"
-    gradient_checkpointing: bool = True
-    lora: LoraSettings | None = None
-    threads: int | None = None
 
 
 @dataclass
@@ -83,7 +44,6 @@ class Policy:
     def load(cls, config: PolicyConfig) -> Policy:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from agents.grpo.tiny import resolve_tiny
         from tooluse_gym.models import resolve_model
 
         if config.threads:
@@ -91,7 +51,7 @@ class Policy:
         device = config.device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        path = resolve_model(resolve_tiny(config.model))
+        path = resolve_model(config.model)
         if not Path(path).exists() and Path(path.split("/")[0]).is_dir():
             raise FileNotFoundError(
                 f"model folder {path} does not exist (runs/warmstart/model is made by `make warmstart`)"

@@ -1,12 +1,10 @@
 """Groups of rollouts through the shared rollout loop, with the tokens the policy generated.
 
-`RecordingAgent` wraps the policy's agent. It remembers, for every request the policy
-answers, the prompt token ids (the observation rendered exactly as the backend renders it)
-and the generated token ids, keyed by the request's place in its episode. After
-`run_rollouts` returns the episode records, each assistant step of a record is matched back
-to its tokens through the same key, so the trainer never re-tokenizes model text. In
-next-turn mode the oracle answers the scripted turns before the prompt's last turn; those
-messages carry no tokens and no loss.
+`run_rollouts` returns each episode with the generation of each of its steps, and a local
+backend's generation holds the prompt ids its engine saw and the ids it sampled, so the
+trainer uses exactly those and never re-renders or re-tokenizes. In next-turn mode the oracle
+answers the scripted turns before the prompt's last turn (`ScriptedTurns`); those messages
+carry no tokens and no loss.
 """
 
 from __future__ import annotations
@@ -18,11 +16,9 @@ from typing import Any
 
 import gymnasium as gym
 
-from agents.base import Agent, AgentRequest, Generation, SamplingConfig, chat_prompt, request_seed
+from agents.base import Agent, AgentRequest, Generation, SamplingConfig
 from agents.oracle import OracleAgent
-from agents.rollout import RolloutJob, run_rollouts
-
-Key = tuple[str, int, int, int]  # task id, turn, steps taken in the turn, request seed
+from agents.rollout import Episode, RolloutJob, run_rollouts
 
 
 @dataclass(frozen=True)
@@ -62,16 +58,18 @@ def job_seed(seed: int, step: int, prompt_id: str, member: int) -> int:
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
-class RecordingAgent:
-    """Sends requests to the policy's agent (or the oracle for scripted turns) and records the policy's tokens."""
+class ScriptedTurns:
+    """The policy's agent, with the oracle answering the scripted turns (next-turn mode's earlier turns).
 
-    def __init__(self, agent: Agent, tokenizer: Any, scripted: Callable[[AgentRequest], bool] | None = None):
+    The oracle's messages carry no token ids, so they carry no loss; the policy's carry exactly
+    the ids its engine saw and sampled (`Generation.prompt_token_ids` and `token_ids`).
+    """
+
+    def __init__(self, agent: Agent, scripted: Callable[[AgentRequest], bool] | None = None):
         self.agent = agent
-        self.tokenizer = tokenizer
-        self.scripted = scripted or (lambda request: False)
+        self.scripted = scripted or _never
         self.name = agent.name
         self._oracle = OracleAgent()
-        self.tokens: dict[Key, StepTokens] = {}
 
     def describe(self) -> dict[str, Any]:
         return self.agent.describe()
@@ -91,32 +89,33 @@ class RecordingAgent:
                 raise RuntimeError(f"agent returned {len(generations)} generations for {len(policy)} requests")
             for i, generation in zip(policy, generations, strict=True):
                 out[i] = generation
-                self._record(requests[i], generation)
         return [g for g in out if g is not None]
 
-    def _record(self, request: AgentRequest, generation: Generation) -> None:
-        if generation.error is not None or not generation.token_ids:
-            return
-        text = chat_prompt(self.tokenizer, request.observation)
-        prompt_ids = tuple(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-        key = (request.task.task_id, request.turn, request.steps_in_turn, request.seed)
-        self.tokens[key] = StepTokens(prompt_ids, tuple(generation.token_ids))
 
-    def steps_of(self, record: Mapping[str, Any]) -> tuple[StepTokens, ...]:
-        """The recorded policy messages of one episode record, in order."""
-        task_id, seed = record["task_id"], record["seed"]
-        found = []
-        for turn in record["turns"]:
-            for k, _ in enumerate(turn["steps"]):
-                key = (task_id, turn["turn"], k, request_seed(seed, task_id, turn["turn"], k))
-                if key in self.tokens:
-                    found.append(self.tokens.pop(key))
-        return tuple(found)
+def _never(request: AgentRequest) -> bool:
+    return False
+
+
+def before_last_turn(request: AgentRequest) -> bool:
+    """Next-turn mode's scripted requests: every turn of the prompt but its last, which the policy plays."""
+    return request.turn < request.task.num_turns - 1
+
+
+def policy_steps(episode: Episode) -> tuple[StepTokens, ...]:
+    """The policy's messages of one episode, in order, with their tokens (scripted and failed ones carry none)."""
+    steps = []
+    for g in episode.generations:
+        if g.error is not None or not g.token_ids:
+            continue
+        if g.prompt_token_ids is None:
+            raise ValueError(f"the {episode.record['agent'].get('name')} agent returned no prompt_token_ids")
+        steps.append(StepTokens(tuple(g.prompt_token_ids), tuple(g.token_ids)))
+    return tuple(steps)
 
 
 def play_groups(
     make_env: Callable[[], gym.Env],
-    agent: RecordingAgent,
+    agent: Agent,
     prompt_ids: Sequence[str],
     *,
     group_size: int,
@@ -133,14 +132,17 @@ def play_groups(
             job = RolloutJob(pid, job_seed(seed, step, pid, member))
             owner[(pid, job.seed)] = member
             jobs.append(job)
-    records = run_rollouts(make_env, agent, jobs, sampling=sampling, num_envs=num_envs, on_batch=on_batch)
+    episodes = run_rollouts(make_env, agent, jobs, sampling=sampling, num_envs=num_envs, on_batch=on_batch)
     groups: dict[str, list[Rollout]] = {pid: [] for pid in prompt_ids}
-    for record in records:
+    for episode in episodes:
+        record = episode.record
         pid = record["task_id"]
         member = owner[(pid, record["seed"])]
-        rollout = Rollout(pid, member, float(record["reward"]), agent.steps_of(record), record)
-        groups[pid].append(rollout)
+        groups[pid].append(Rollout(pid, member, float(record["reward"]), policy_steps(episode), record))
     for group in groups.values():
-        group.sort(key=lambda r: r.member)
-    agent.tokens.clear()
+        group.sort(key=_member)
     return groups
+
+
+def _member(rollout: Rollout) -> int:
+    return rollout.member

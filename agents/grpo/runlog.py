@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agents.episode import EpisodeWriter, iter_jsonl
+from agents.episode import EpisodeWriter
+from agents.jsonl import read_jsonl
 
 METRIC_KEYS = (
     "step",
@@ -104,7 +105,7 @@ def _keep(path: Path, keep) -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a torn line from the killed run is expected here
-        kept = [r for r in iter_jsonl(path) if keep(r)]
+        kept = [r for r in read_jsonl(path)[0] if keep(r)]
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), encoding="utf-8")
     tmp.replace(path)

@@ -10,19 +10,17 @@ with no ground-truth calls are not checked, so they make no next-turn prompt.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import gymnasium as gym
 
-from tooluse_gym import __version__
-from tooluse_gym.envs.protocol_stack import ProtocolKnobs
-from tooluse_gym.envs.tool_env import EnvConfig, ToolUseEnv
-from tooluse_gym.protocol import ProtocolCard
-from tooluse_gym.tasks import bfcl
-from tooluse_gym.tasks.schema import Task
-from tooluse_gym.tools.runtime import BackendHooks
+import tooluse_gym  # noqa: F401  (registers the env ids)
+from tooluse_gym.envs.builder import TASKS_ENV_ID, TaskPool
+from tooluse_gym.envs.knobs import Knobs
+from tooluse_gym.tasks import bfcl, evenly_spaced
+from tooluse_gym.tasks.task import Task
 
 MODES = ("next_turn", "episode")
 TURN_SEPARATOR = "@turn"
@@ -55,39 +53,17 @@ class TaskSource:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ProtocolConfig:
-    """What the model sees and how its messages are parsed (the env's protocol knobs).
+class ProtocolConfig(Knobs):
+    """What the model sees and how its messages are parsed: the env's knobs (`Knobs`), with training defaults.
 
-    Defaults are the paper's training protocol: the stronger system prompt with JSON calls in
-    ``<tool_call>`` tags, the native template, reasoning history kept.
+    The defaults are the paper's training protocol: the stronger system prompt with JSON calls in
+    ``<tool_call>`` tags, the native template, reasoning history kept, and the ``lenient`` decoder
+    (each malformed call answered with its own error: a denser signal for a small model).
     """
 
     system_prompt: str = "strong"
     tool_format: str = "json"
-    template: str = "native"
-    reasoning: str = "keep"
-    tool_results: str = "tool_messages"
-    max_steps_per_turn: int = bfcl.MAX_STEPS_PER_TURN
-
-    def knobs(self) -> ProtocolKnobs:
-        return ProtocolKnobs(
-            template=self.template,
-            reasoning=self.reasoning,
-            system_prompt=self.system_prompt,
-            tool_format=self.tool_format,
-            tool_results=self.tool_results,
-        )
-
-
-@dataclass(frozen=True)
-class TaskPool:
-    """Tasks with the backends that run them."""
-
-    tasks: tuple[Task, ...]
-    classes: dict[str, type]
-    stateless: frozenset[str]
-    hooks: BackendHooks | None
-    label: str
+    decoder: str = "lenient"
 
 
 def load_pool(source: TaskSource) -> TaskPool:
@@ -97,20 +73,14 @@ def load_pool(source: TaskSource) -> TaskPool:
         tasks = bfcl.load_bfcl_tasks(category, list(source.task_ids) if source.task_ids else None)
         pool = bfcl_pool(tasks, label=f"bfcl:{category}")
     else:
+        from tooluse_gym.envs.scenario import scenario_pool
         from tooluse_gym.tasks.scenario import load_scenario_set
 
         loaded = load_scenario_set(source.path)
-        tasks = list(loaded.tasks)
-        if source.category:
-            wanted = set(source.category.split(","))
-            tasks = [t for t in tasks if t.category in wanted]
-        if source.task_ids:
-            by_id = {t.task_id: t for t in tasks}
-            tasks = [by_id[i] for i in source.task_ids]
-        pool = TaskPool(tuple(tasks), loaded.classes(), loaded.stateless(), loaded.hooks(), f"scenario:{loaded.sha256}")
-    if source.limit is not None and source.limit < len(pool.tasks):
-        n = len(pool.tasks)
-        pool = dataclasses.replace(pool, tasks=tuple(pool.tasks[i * n // source.limit] for i in range(source.limit)))
+        categories = source.category.split(",") if source.category else None
+        pool = scenario_pool(loaded, source.task_ids, categories)
+        pool = dataclasses.replace(pool, label=f"scenario:{loaded.sha256}")
+    pool = dataclasses.replace(pool, tasks=tuple(evenly_spaced(pool.tasks, source.limit)))
     if not pool.tasks:
         raise ValueError(f"the task source {source} selects no tasks")
     return pool
@@ -144,38 +114,7 @@ def prompts_for(pool: TaskPool, mode: str) -> TaskPool:
     return dataclasses.replace(pool, tasks=tasks)
 
 
-def env_factory(pool: TaskPool, protocol: ProtocolConfig) -> Callable[[], gym.Env]:
-    """A function that builds one env over the pool's tasks, wrapped for the protocol."""
-    knobs = protocol.knobs()
-    fields = knobs.card_fields()
-    card = ProtocolCard(
-        env_id="ToolUse-GRPO-train",
-        category=pool.label,
-        max_steps_per_turn=protocol.max_steps_per_turn,
-        bfcl_version=bfcl.bfcl_version(),
-        tooluse_gym_version=__version__,
-        **fields,
-    )
-    config = EnvConfig(
-        tool_format=protocol.tool_format,
-        max_steps_per_turn=protocol.max_steps_per_turn,
-        holdout_notice=bfcl.holdout_notice_template(prompting=knobs.prompt.carries_tools),
-    )
-
-    def make() -> gym.Env:
-        env = ToolUseEnv(
-            pool.tasks,
-            pool.classes,
-            config=config,
-            protocol=card,
-            stateless_backends=pool.stateless,
-            hooks=pool.hooks,
-        )
-        return knobs.wrap(env)
-
-    return make
-
-
-def scripted_turns(task: Any, mode: str) -> int:
-    """How many leading turns of a prompt the oracle plays (all but the last in next-turn mode)."""
-    return task.num_turns - 1 if mode == "next_turn" else 0
+def env_factory(pool: TaskPool, protocol: Knobs) -> Callable[[], gym.Env]:
+    """A function that builds one env over the pool's tasks (`ToolUse-Tasks-v0`), wrapped for the protocol."""
+    knobs = {f.name: getattr(protocol, f.name) for f in dataclasses.fields(Knobs)}
+    return functools.partial(gym.make, TASKS_ENV_ID, pool=pool, **knobs)

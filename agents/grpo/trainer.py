@@ -33,7 +33,7 @@ from agents.grpo.checkpoint import latest_checkpoint, load_checkpoint, save_chec
 from agents.grpo.config import GRPOConfig, TrainConfig, dump_config, from_dict
 from agents.grpo.filtering import PromptFilter
 from agents.grpo.policy import Policy
-from agents.grpo.rollouts import RecordingAgent, Rollout, play_groups
+from agents.grpo.rollouts import Rollout, ScriptedTurns, before_last_turn, play_groups
 from agents.grpo.runlog import EVAL_KEY, RunFiles
 from agents.grpo.schedule import budget_spent, crosses_eval_point
 from agents.grpo.subsample import max_variance_subset
@@ -147,11 +147,8 @@ class GRPOTrainer:
         )
         return agent, VLLMWeightSync(agent.llm)
 
-    def _recording_agent(self) -> RecordingAgent:
-        scripted = None
-        if self.config.grpo.mode == "next_turn":
-            scripted = lambda request: request.turn < request.task.num_turns - 1  # noqa: E731
-        return RecordingAgent(self.agent, self.policy.tokenizer, scripted)
+    def _rollout_agent(self) -> ScriptedTurns:
+        return ScriptedTurns(self.agent, before_last_turn if self.config.grpo.mode == "next_turn" else None)
 
     def _resume(self) -> None:
         found = latest_checkpoint(self.files.checkpoints)
@@ -238,7 +235,7 @@ class GRPOTrainer:
     def _train_step(self, prompt_ids: list[str]) -> dict[str, Any]:
         cfg = self.config
         start = time.perf_counter()
-        agent = self._recording_agent()
+        agent = self._rollout_agent()
         groups = play_groups(
             env_factory(self.pool, cfg.protocol),
             agent,
@@ -321,7 +318,7 @@ class GRPOTrainer:
         start = time.perf_counter()
         groups = play_groups(
             env_factory(self.heldout, cfg.protocol),
-            self._recording_agent(),
+            self._rollout_agent(),
             [t.task_id for t in self.heldout.tasks],
             group_size=cfg.eval.samples,
             seed=cfg.seed,

@@ -76,5 +76,9 @@ def test_generation_carries_token_ids_and_logprobs(agent):
     (gen,) = agent.generate([request], SamplingConfig(temperature=0.0, max_tokens=8))
     assert gen.text and gen.token_ids and len(gen.token_ids) == len(gen.logprobs) == gen.completion_tokens
     assert all(lp <= 0.0 for lp in gen.logprobs)
+    from agents.base import chat_prompt
+
+    expected = agent.tokenizer(chat_prompt(agent.tokenizer, request.observation), add_special_tokens=False)
+    assert gen.prompt_token_ids == tuple(expected["input_ids"]) and gen.prompt_tokens == len(gen.prompt_token_ids)
     (again,) = agent.generate([request], SamplingConfig(temperature=0.0, max_tokens=8))
     assert again.text == gen.text  # greedy

@@ -125,3 +125,38 @@ def test_clean_table_and_caption_show_both_scores():
     printed = results_table({"summary": s})
     assert format_table(s) in printed and table in printed
     assert "clean" not in results_table({"summary": summarize(_clean_episodes())}).lower()
+
+
+def test_compare_results_by_hand():
+    from agents.results import compare_results
+    from tooluse_gym.tasks.known_issues import load_known_issues
+
+    def run(rewards):
+        return [ep(c, s, r, task_id=t) for (t, c), per_seed in rewards.items() for s, r in enumerate(per_seed)]
+
+    a = run(
+        {("multi_turn_base_0", "base"): (1, 1), ("multi_turn_base_4", "base"): (0, 0), ("mf_1", "miss_func"): (0, 1)}
+    )
+    b = run(
+        {("multi_turn_base_0", "base"): (0, 0), ("multi_turn_base_4", "base"): (1, 1), ("mf_1", "miss_func"): (1, 1)}
+    )
+    registry = load_known_issues()
+    c = compare_results((summarize(a), summarize(b)), (a, b), registry)
+    rows = {r.category: r for r in c.categories}
+    assert [r.category for r in c.categories] == ["base", "miss_func", "overall"]
+    assert (rows["base"].a, rows["base"].b, rows["base"].diff) == (0.5, 0.5, 0.0)
+    assert (rows["miss_func"].a, rows["miss_func"].b) == (0.5, 1.0)
+    # per seed the overall is the mean of the categories: A (0.25, 0.75), B (0.75, 0.75)
+    assert rows["overall"].a == 0.5 and rows["overall"].diff == 0.25
+    # two seeds: t = 12.706, std of (0, 1) = 0.707, so A's miss_func CI is 12.706 * 0.707 / sqrt(2); B's is 0
+    assert rows["miss_func"].diff_ci == pytest.approx(12.706 * 0.5)
+    assert [(d.task_id, d.a, d.b, d.known_issue) for d in c.disagreements] == [
+        ("multi_turn_base_0", 1.0, 0.0, None),
+        ("multi_turn_base_4", 0.0, 1.0, "wrong_ground_truth"),
+    ]
+    assert c.shared_tasks == 3 and c.excluded_tasks == ("multi_turn_base_4",)
+    clean = {r.category: r for r in c.clean}
+    assert (clean["base"].a, clean["base"].b) == (1.0, 0.0) and (clean["overall"].a, clean["overall"].b) == (0.75, 0.5)
+    assert c.registry_version == registry.version
+    without = compare_results((summarize(a), summarize(b)), (a, b))
+    assert without.clean == () and without.registry_version is None and without.disagreements[1].known_issue is None

@@ -12,15 +12,15 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from agents.base import chat_prompt  # noqa: E402
-from agents.grpo.tiny import resolve_tiny  # noqa: E402
 from agents.sft import PromptCache, SFTConfig, build_examples, example_loss, main, task_order  # noqa: E402
+from tooluse_gym.models import resolve_model  # noqa: E402
 
 WARMUP = str(Path(__file__).resolve().parents[2] / "scenarios" / "curriculum" / "warmup.yaml")
 
 
 @pytest.fixture(scope="module")
 def tiny():
-    path = resolve_tiny("tiny-random")
+    path = resolve_model("tiny-random")
     tokenizer = transformers.AutoTokenizer.from_pretrained(path)
     model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     return model, tokenizer
@@ -88,7 +88,7 @@ def test_a_short_run_lowers_the_loss_and_saves_a_loadable_model(tmp_path):
     assert len(rows) == summary["steps"] and {"loss", "grad_norm", "lr", "epoch"} <= set(rows[0])
     assert (out / "epoch_1" / "config.json").is_file() and not (out / "model.partial").exists()
     reloaded = transformers.AutoModelForCausalLM.from_pretrained(out / "model")
-    original = transformers.AutoModelForCausalLM.from_pretrained(resolve_tiny("tiny-random"))
+    original = transformers.AutoModelForCausalLM.from_pretrained(resolve_model("tiny-random"))
     changed = [
         name
         for (name, p), q in zip(reloaded.named_parameters(), original.parameters(), strict=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.base import AgentRequest, SamplingConfig
+from agents.base import AgentRequest, SamplingConfig, chat_prompt
 from agents.evaluate import run_eval
 from tests.agents.test_hf_agent import _config as hf_config
 from tests.agents.test_hf_agent import _episodes
@@ -42,3 +42,5 @@ def test_logprobs_token_ids_and_context_limit(agent):
     assert overflow.error is not None and overflow.error.type == "context_length_exceeded"
     assert gen.error is None and gen.text and len(gen.token_ids) == len(gen.logprobs) == gen.completion_tokens
     assert all(lp <= 0.0 for lp in gen.logprobs)
+    expected = agent.tokenizer(chat_prompt(agent.tokenizer, short.observation), add_special_tokens=False)
+    assert gen.prompt_token_ids == tuple(expected["input_ids"]) and gen.prompt_tokens == len(gen.prompt_token_ids)

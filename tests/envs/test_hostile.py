@@ -98,7 +98,7 @@ def test_hostile_calls_under_bfcl_decoding(in_tmp):
     env.reset(options={"task_id": "multi_turn_base_0"})
     obs, *_ = env.step(f"[cd(folder=open('{CANARY}', 'w')), ls()]")
     first, second = obs["messages"][-2:]
-    assert first["content"] == f'{{"error": "cd: \'open(\'{CANARY}\', \'w\')\': No such file or directory"}}'
+    assert first["content"] == f"{{\"error\": \"cd: 'open('{CANARY}', 'w')': No such file or directory\"}}"
     assert second["content"].startswith('{"current_directory_content"')
     obs, *_ = env.step(f"[cd(folder={{'open': {{'file': '{CANARY}', 'mode': 'w'}}}})]")
     assert obs["messages"][-1]["content"] == "Error during execution: name 'open' is not defined"

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("grpo_efficiency", ROOT / "benchmarks" / "grpo_efficiency.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from agents.experiments import grpo_efficiency
+
+    return grpo_efficiency
 
 
 def curve(*points: tuple[float, float]) -> list[dict]:

@@ -11,7 +11,7 @@ import yaml
 
 from agents.base import SamplingConfig
 from agents.grpo.config import load_config
-from agents.grpo.rollouts import RecordingAgent, play_groups
+from agents.grpo.rollouts import ScriptedTurns, before_last_turn, play_groups
 from agents.grpo.runlog import EVAL_KEY, METRIC_KEYS
 from agents.grpo.tasks import env_factory, prompts_for
 from agents.grpo.trainer import GRPOTrainer, RunConflict
@@ -38,17 +38,18 @@ def _config(model, run_dir, *overrides):
     return dataclasses.replace(config, protocol=PROTOCOL)
 
 
+def tiny_trainer(model, run_dir, *overrides, heldout: bool = True) -> GRPOTrainer:
+    """A trainer of the tiny model on the tiny pool (and held out on it too, unless `heldout` is false)."""
+    pools = {"train_pool": pool(), **({"heldout_pool": pool()} if heldout else {})}
+    return GRPOTrainer(_config(model, run_dir, *overrides), **pools, progress=False)
+
+
 def _read(path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def test_two_steps_change_parameters_and_write_every_metric(tiny_model, tmp_path):
-    trainer = GRPOTrainer(
-        _config(tiny_model, tmp_path / "run", "max_steps=2", "eval.every_steps=2"),
-        train_pool=pool(),
-        heldout_pool=pool(),
-        progress=False,
-    )
+    trainer = tiny_trainer(tiny_model, tmp_path / "run", "max_steps=2", "eval.every_steps=2")
     before = trainer.policy.trainable_state()
     trainer.train()
     after = trainer.policy.trainable_state()
@@ -79,7 +80,7 @@ def test_only_generated_tokens_are_samples(tiny_model):
     torch.set_num_threads(1)
     model, tokenizer = AutoModelForCausalLM.from_pretrained(tiny_model), AutoTokenizer.from_pretrained(tiny_model)
     hf = HFAgent(HFAgentConfig(model=str(tiny_model)), model=model, tokenizer=tokenizer)
-    agent = RecordingAgent(hf, tokenizer, lambda r: r.turn < r.task.num_turns - 1)
+    agent = ScriptedTurns(hf, before_last_turn)
     prompts = prompts_for(pool(), "next_turn")
     groups = play_groups(
         env_factory(prompts, PROTOCOL),
@@ -118,15 +119,15 @@ def _without_timing(records):
 
 
 def test_killed_run_resumes_exactly(tiny_model, tmp_path):
-    straight = GRPOTrainer(_config(tiny_model, tmp_path / "a", "max_steps=3"), train_pool=pool(), progress=False)
+    straight = tiny_trainer(tiny_model, tmp_path / "a", "max_steps=3", heldout=False)
     straight.train()
-    GRPOTrainer(_config(tiny_model, tmp_path / "b", "max_steps=2"), train_pool=pool(), progress=False).train()
+    tiny_trainer(tiny_model, tmp_path / "b", "max_steps=2", heldout=False).train()
     # what a kill during step 3 leaves behind: a metrics line and a torn episode line past the checkpoint
     with (tmp_path / "b" / "metrics.jsonl").open("a") as f:
         f.write(json.dumps({"step": 3, "epoch": 2}) + "\n")
     with (tmp_path / "b" / "episodes.jsonl").open("a") as f:
         f.write('{"task_id": "add_2_3@turn1", "train": {"st')
-    resumed = GRPOTrainer(_config(tiny_model, tmp_path / "b", "max_steps=3"), train_pool=pool(), progress=False)
+    resumed = tiny_trainer(tiny_model, tmp_path / "b", "max_steps=3", heldout=False)
     assert resumed.step == 2
     resumed.train()
     a, b = straight.policy.trainable_state(), resumed.policy.trainable_state()
@@ -134,14 +135,14 @@ def test_killed_run_resumes_exactly(tiny_model, tmp_path):
     for name in ("metrics.jsonl", "episodes.jsonl"):
         assert _without_timing(_read(tmp_path / "a" / name)) == _without_timing(_read(tmp_path / "b" / name))
     with pytest.raises(RunConflict):
-        GRPOTrainer(_config(tiny_model, tmp_path / "b", "update.lr=0.5"), train_pool=pool(), progress=False)
+        tiny_trainer(tiny_model, tmp_path / "b", "update.lr=0.5", heldout=False)
     # a run written before a config key existed resumes (the key reads as its default) ...
     saved = yaml.safe_load((tmp_path / "b" / "config.yaml").read_text())
     del saved["update"]["skip_zero_advantage"]
     (tmp_path / "b" / "config.yaml").write_text(yaml.safe_dump(saved))
-    assert GRPOTrainer(_config(tiny_model, tmp_path / "b", "max_steps=4"), train_pool=pool(), progress=False).step == 3
+    assert tiny_trainer(tiny_model, tmp_path / "b", "max_steps=4", heldout=False).step == 3
     # ... and one with a key this version does not know is refused, not silently resumed
     saved["update"]["no_such_knob"] = 1
     (tmp_path / "b" / "config.yaml").write_text(yaml.safe_dump(saved))
     with pytest.raises(RunConflict, match="cannot read"):
-        GRPOTrainer(_config(tiny_model, tmp_path / "b", "max_steps=4"), train_pool=pool(), progress=False)
+        tiny_trainer(tiny_model, tmp_path / "b", "max_steps=4", heldout=False)

@@ -13,7 +13,7 @@ import torch
 
 from agents.grpo.tasks import ProtocolConfig, bfcl_pool
 from tooluse_gym.tasks import bfcl
-from tooluse_gym.tasks.schema import Task
+from tooluse_gym.tasks.task import Task
 from tooluse_gym.types import ToolCall
 
 PROTOCOL = ProtocolConfig(system_prompt="none", tool_format="python", max_steps_per_turn=1)
@@ -46,8 +46,7 @@ def build_tiny_model(folder: Path, target_prob: float = 0.4) -> Path:
     """Save the taught tiny model and the tokenizer to `folder`; returns it."""
     from transformers import AutoTokenizer
 
-    from agents.grpo.tiny import tiny_llama
-    from tooluse_gym.models import resolve_model
+    from tooluse_gym.models import resolve_model, tiny_llama
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))
     model = tiny_llama(tokenizer)

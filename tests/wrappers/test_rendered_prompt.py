@@ -10,7 +10,7 @@ import pytest
 from agents.oracle import OracleAgent
 from tests.bfcl_reference import bfcl_persona
 from tooluse_gym.wrappers import prefix_breaks
-from tooluse_gym.wrappers.chat_template import load_tokenizer
+from tooluse_gym.wrappers.rendered_prompt import load_tokenizer
 
 QWEN3_STYLE = str(Path(__file__).parent.parent / "data" / "qwen3_style.jinja")
 THINK = "<think>step by step</think>\n"

@@ -12,10 +12,11 @@ from typing import Any, ClassVar
 import gymnasium as gym
 from gymnasium import spaces
 
-from tooluse_gym.checker import CheckResult, EpisodeChecker, LiveTruth, TruthTurn, replay_truth
-from tooluse_gym.protocol import ProtocolCard
+from tooluse_gym.checker import CheckResult, EpisodeChecker, LiveTruth, TruthTurn, play_ground_truth
+from tooluse_gym.envs.knobs import DECODERS, TOOL_FORMATS, check_choice
+from tooluse_gym.protocol import MAX_STEPS_PER_TURN, ProtocolCard
 from tooluse_gym.spaces import AssistantAction, Conversation, ToolSchemas
-from tooluse_gym.tasks.schema import Task
+from tooluse_gym.tasks.task import Task
 from tooluse_gym.tools.bfcl_decoding import parse_action_bfcl
 from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS, parse_action
 from tooluse_gym.tools.runtime import BackendHooks, CallRecord, ToolRuntime
@@ -23,8 +24,6 @@ from tooluse_gym.tools.schemas import openai_tool
 from tooluse_gym.types import ParsedAction, StepRecord
 
 _RENDER_CLIP = 400
-DECODERS = ("bfcl", "lenient")
-"""How assistant messages are decoded into calls (see `EnvConfig.decoder`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,22 +53,15 @@ class EnvConfig:
     decoder: str = "lenient"
     strict_tools: bool = False
     validate_args: bool = True
-    max_steps_per_turn: int = 20
+    max_steps_per_turn: int = MAX_STEPS_PER_TURN
     truth_cache_size: int = 1024
     holdout_notice: str = "More functions are available now."
 
     def __post_init__(self) -> None:
-        if self.tool_format not in ("python", "json"):
-            raise ValueError(f"tool_format must be 'python' or 'json', got {self.tool_format!r}")
-        if self.decoder not in DECODERS:
-            raise ValueError(f"decoder must be one of {', '.join(map(repr, DECODERS))}; got {self.decoder!r}")
+        check_choice("tool_format", self.tool_format, TOOL_FORMATS)
+        check_choice("decoder", self.decoder, DECODERS)
         if self.max_steps_per_turn < 1:
             raise ValueError(f"max_steps_per_turn must be >= 1, got {self.max_steps_per_turn}")
-
-
-def resolve_validate_args(decoder: str, validate_args: bool | None) -> bool:
-    """Schema validation of arguments: off under ``bfcl`` (BFCL runs every call it decodes), else on."""
-    return decoder != "bfcl" if validate_args is None else bool(validate_args)
 
 
 class ToolUseEnv(gym.Env[dict, Any]):
@@ -238,7 +230,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
             if len(self._played_once) > 4 * self.config.truth_cache_size:
                 self._played_once.popitem(last=False)
             return LiveTruth(task, self._new_runtime())
-        truth = self._truth_cache[key] = replay_truth(task, self._new_runtime())
+        truth = self._truth_cache[key] = play_ground_truth(task, self._new_runtime())
         if len(self._truth_cache) > self.config.truth_cache_size:
             self._truth_cache.popitem(last=False)
         return truth

@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from tooluse_gym.errors import DependencyNotInstalled, TaskLoadError
-from tooluse_gym.tasks.schema import Task
+from tooluse_gym.tasks.task import Task
 from tooluse_gym.tools.parsing import parse_call_string
 from tooluse_gym.tools.runtime import BackendHooks
 from tooluse_gym.tools.schemas import DocCache
@@ -31,8 +31,6 @@ from tooluse_gym.types import ToolCall
 
 BFCL_VERSION = "2026.3.23"
 CATEGORIES = ("base", "miss_func", "miss_param", "long_context")
-MAX_STEPS_PER_TURN = 20
-"""BFCL's step limit: a 21st executing step in one turn force-quits the entry."""
 
 _INSTALL_HINT = (
     f"bfcl-eval is not installed; run `pip install --no-deps bfcl-eval=={BFCL_VERSION}` "

@@ -37,7 +37,7 @@ import jsonschema
 import yaml
 
 from tooluse_gym.errors import TaskLoadError
-from tooluse_gym.tasks.schema import Task
+from tooluse_gym.tasks.task import Task
 from tooluse_gym.tools.parsing import parse_call_string
 from tooluse_gym.tools.registry import ToolBackend, combined_hooks, get_backend
 from tooluse_gym.tools.runtime import BackendHooks, ToolRuntime

@@ -111,11 +111,6 @@ def get_backend(name: str) -> ToolBackend:
         raise KeyError(f"unknown tool backend {name!r}; registered: {', '.join(sorted(_registry))}") from None
 
 
-def registered_backends() -> tuple[str, ...]:
-    _load_defaults()
-    return tuple(sorted(_registry))
-
-
 def combined_hooks(backends: Sequence[ToolBackend]) -> BackendHooks:
     """One `BackendHooks` that routes each backend (and each of its functions) to that backend's hooks."""
     by_backend = {b.name: b.hooks for b in backends if b.hooks is not None}

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from tooluse_gym.tasks.schema import Task
+from tooluse_gym.tasks.task import Task
 from tooluse_gym.tools.call_strings import run_call_string
 from tooluse_gym.tools.schemas import validation_error
 from tooluse_gym.types import ToolCall

@@ -6,9 +6,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from tooluse_gym.envs.knobs import REASONING_MODES, check_choice
 from tooluse_gym.tools.parsing import strip_reasoning
-
-REASONING_MODES = ("keep", "strip", "last")
 
 
 def remove_reasoning(message: dict[str, Any]) -> dict[str, Any]:
@@ -35,8 +34,7 @@ class ReasoningHistory(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     """
 
     def __init__(self, env: gym.Env, mode: str = "keep"):
-        if mode not in REASONING_MODES:
-            raise ValueError(f"reasoning must be one of {', '.join(REASONING_MODES)}, got {mode!r}")
+        check_choice("reasoning", mode, REASONING_MODES)
         gym.utils.RecordConstructorArgs.__init__(self, mode=mode)
         gym.ObservationWrapper.__init__(self, env)
         self.mode = mode

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import gymnasium as gym
@@ -20,24 +21,32 @@ class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     - any other text: used literally; a ``{functions}`` placeholder in it receives the function
       list (and ``tools`` is emptied), otherwise ``tools`` is kept.
 
-    The env's held-out-function notice must match (see `make_multi_turn_env`): prompting
-    prompts show the new functions' docs in the notice, as BFCL does.
+    When the prompt carries the function list, the ``tools`` field cannot announce the functions
+    a held-out turn adds, so this wrapper also sets the env's held-out notice to BFCL's
+    prompting-mode one, which shows the new functions' docs (the base env's own default is the
+    function-calling notice). Nothing below this wrapper needs to know which prompt is used.
     """
 
     def __init__(self, env: gym.Env, prompt: str = "bfcl", tool_format: str = "python"):
         gym.utils.RecordConstructorArgs.__init__(self, prompt=prompt, tool_format=tool_format)
         gym.ObservationWrapper.__init__(self, env)
-        self.spec_ = system_prompt_spec(prompt, tool_format)
+        self.prompt = system_prompt_spec(prompt, tool_format)
         self._rendered: tuple[str, str | None] | None = None
+        if self.prompt.carries_tools:
+            from tooluse_gym.tasks import bfcl
+
+            base = env.unwrapped
+            notice = bfcl.holdout_notice_template(prompting=True)
+            base.config = dataclasses.replace(base.config, holdout_notice=notice)
 
     def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
         task = self.env.unwrapped.task
         if self._rendered is None or self._rendered[0] != task.task_id:
-            self._rendered = (task.task_id, self.spec_.render(task.functions))
+            self._rendered = (task.task_id, self.prompt.render(task.functions))
         text = self._rendered[1]
         if text is None:
             return observation
-        tools = [] if self.spec_.carries_tools else observation["tools"]
+        tools = [] if self.prompt.carries_tools else observation["tools"]
         return {
             **observation,
             "messages": [{"role": "system", "content": text}, *observation["messages"]],

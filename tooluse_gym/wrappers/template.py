@@ -7,8 +7,6 @@ from typing import Any
 
 import gymnasium as gym
 
-TEMPLATES = ("native", "context")
-
 CONTEXT_HEADER = "The conversation so far is below. Write the assistant's next message."
 
 

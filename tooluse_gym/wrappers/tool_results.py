@@ -6,7 +6,7 @@ from typing import Any
 
 import gymnasium as gym
 
-TOOL_RESULT_PLACEMENTS = ("tool_messages", "user_message")
+from tooluse_gym.envs.knobs import TOOL_RESULT_PLACEMENTS, check_choice
 
 
 class ToolResultPlacement(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
@@ -19,8 +19,7 @@ class ToolResultPlacement(gym.ObservationWrapper, gym.utils.RecordConstructorArg
     """
 
     def __init__(self, env: gym.Env, placement: str = "tool_messages"):
-        if placement not in TOOL_RESULT_PLACEMENTS:
-            raise ValueError(f"tool_results must be one of {', '.join(TOOL_RESULT_PLACEMENTS)}, got {placement!r}")
+        check_choice("tool_results", placement, TOOL_RESULT_PLACEMENTS)
         gym.utils.RecordConstructorArgs.__init__(self, placement=placement)
         gym.ObservationWrapper.__init__(self, env)
         self.placement = placement

@@ -1,0 +1,114 @@
+"""One knob type and one env builder: values and defaults declared once, every env id built the same way."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import gymnasium as gym
+import pytest
+
+from agents.cli import _common
+from agents.evaluate import PROTOCOL_KNOBS
+from agents.grpo.tasks import ProtocolConfig, bfcl_pool, env_factory
+from agents.oracle import END_OF_TURN
+from tooluse_gym.envs.builder import TASKS_ENV_ID, TaskPool
+from tooluse_gym.envs.knobs import CHOICES, Knobs
+from tooluse_gym.envs.multi_turn import bfcl_pool as multi_turn_pool
+from tooluse_gym.tasks import bfcl, evenly_spaced
+
+MISS_FUNC_47 = "multi_turn_miss_func_47"
+
+
+def test_the_cli_and_the_harness_offer_exactly_the_knobs_values_and_defaults():
+    parser = argparse.ArgumentParser()
+    _common(parser, sweep=False)
+    args = parser.parse_args(["--agent", "oracle", "--out", "x"])
+    defaults = Knobs()
+    for knob, choices in CHOICES.items():
+        action = next(a for a in parser._actions if a.dest == knob)
+        assert tuple(action.choices) == choices, knob
+        if knob != "decoder":  # the decoder's default is the env id's (bfcl or lenient)
+            assert getattr(args, knob) == getattr(defaults, knob), knob
+    assert args.system_prompt == defaults.system_prompt
+    assert args.max_steps_per_turn == defaults.max_steps_per_turn == 20
+    assert set(PROTOCOL_KNOBS) == {f.name for f in dataclasses.fields(Knobs)}
+
+
+def test_unknown_knobs_and_values_fail_with_the_valid_ones():
+    with pytest.raises(TypeError, match="unknown knobs \\['temprature'\\]; the knobs are: template, reasoning"):
+        Knobs().with_defaults(temprature=1.0)
+    with pytest.raises(TypeError, match="unknown knobs"):
+        gym.make("ToolUse-MultiTurn-v0", temprature=1.0)
+    with pytest.raises(ValueError, match="max_steps_per_turn must be >= 1"):
+        Knobs(max_steps_per_turn=0)
+    with pytest.raises(ValueError, match="must be an integer"):
+        Knobs(max_steps_per_turn=True)
+
+
+def test_validate_args_follows_the_decoder_unless_set():
+    assert not Knobs().validates_args and Knobs(decoder="lenient").validates_args
+    assert Knobs(validate_args=True).validates_args and not Knobs(decoder="lenient", validate_args=False).validates_args
+    # replacing the decoder of an env id's defaults re-resolves it (None stays None in the field)
+    assert Knobs().with_defaults(decoder="lenient").validates_args
+
+
+def test_each_env_id_differs_only_by_its_defaults(tmp_path):
+    cards = {}
+    for env_id, kwargs in [
+        ("ToolUse-MultiTurn-v0", {}),
+        ("ToolUse-Scenario-v0", {"path": "scenarios/curriculum/heldout.yaml"}),
+        (TASKS_ENV_ID, {"pool": multi_turn_pool("base", ["multi_turn_base_0"])}),
+    ]:
+        env = gym.make(env_id, **kwargs)
+        cards[env_id] = env.reset(seed=0)[1]["protocol"]
+        env.close()
+    assert cards["ToolUse-MultiTurn-v0"]["decoder"] == "bfcl" and not cards["ToolUse-MultiTurn-v0"]["validate_args"]
+    for env_id in ("ToolUse-Scenario-v0", TASKS_ENV_ID):
+        assert cards[env_id]["decoder"] == "lenient" and cards[env_id]["validate_args"], env_id
+    for knob in ("template", "reasoning", "system_prompt", "tool_format", "tool_results", "max_steps_per_turn"):
+        assert len({c[knob] for c in cards.values()}) == 1, knob
+
+
+def test_training_envs_have_a_spec_that_rebuilds_them():
+    pool = bfcl_pool(bfcl.load_bfcl_tasks("base", ["multi_turn_base_0", "multi_turn_base_1"]), label="bfcl:base")
+    protocol = ProtocolConfig(max_steps_per_turn=3)
+    env = env_factory(pool, protocol)()
+    _, info = env.reset(seed=1)
+    assert env.spec.id == TASKS_ENV_ID and info["protocol"]["env_id"] == TASKS_ENV_ID
+    assert info["protocol"]["category"] == "bfcl:base" and info["protocol"]["system_prompt"] == "strong"
+    again = gym.make(env.spec)
+    _, info_again = again.reset(seed=1)
+    assert info_again["protocol"] == info["protocol"]
+    assert [t.task_id for t in again.unwrapped.tasks] == ["multi_turn_base_0", "multi_turn_base_1"]
+    assert repr(pool).startswith("TaskPool(2 tasks, ") and "label='bfcl:base'" in repr(pool)
+    with pytest.raises(TypeError, match="TaskPool"):
+        gym.make(TASKS_ENV_ID, pool=["not", "a", "pool"])
+    with pytest.raises(ValueError, match="empty"):
+        gym.make(TASKS_ENV_ID, pool=TaskPool((), {}))
+
+
+@pytest.mark.parametrize("system_prompt", ["bfcl", "strong", "none", "Call tools.", "Tools: {functions}"])
+def test_the_system_prompt_wrapper_owns_the_held_out_notice(system_prompt):
+    env = gym.make("ToolUse-MultiTurn-v0", category="miss_func", system_prompt=system_prompt)
+    env.reset(options={"task_id": MISS_FUNC_47})
+    for action in ("[find(path='.')]", END_OF_TURN, END_OF_TURN):
+        obs, *_ = env.step(action)
+    plain = bfcl.holdout_notice_template(prompting=False)
+    carries = system_prompt in ("bfcl", "strong", "Tools: {functions}")
+    if carries:
+        docs = str([dict(d) for d in env.unwrapped.task.held_out[2]])
+        expected = bfcl.holdout_notice_template(prompting=True).replace("{functions}", docs)
+    else:
+        expected = plain
+    assert obs["messages"][-1]["content"] == expected
+    assert env.unwrapped.messages[-1]["content"] == expected  # the env's own transcript says what was sent
+    # the base env, unwrapped, sends the function-calling notice: only the prompt wrapper changes it
+    assert env.unwrapped.config.holdout_notice == (bfcl.holdout_notice_template(prompting=True) if carries else plain)
+    env.close()
+
+
+def test_evenly_spaced():
+    assert evenly_spaced(list(range(10)), 3) == [0, 3, 6]
+    assert evenly_spaced(list(range(4)), None) == evenly_spaced(list(range(4)), 9) == [0, 1, 2, 3]
+    assert evenly_spaced(list(range(5)), 0) == []

@@ -1,0 +1,116 @@
+"""The one env builder: a task pool and its knobs in, the base env wrapped for the protocol out.
+
+Every env id is built here (`ToolUse-MultiTurn-v0`, `ToolUse-Scenario-v0`, and
+`ToolUse-Tasks-v0`, any `TaskPool`: what GRPO trains on), so an env id differs from another only
+by its tasks and its knob defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+
+from tooluse_gym import __version__
+from tooluse_gym.envs.knobs import Knobs
+from tooluse_gym.envs.tool_env import EnvConfig, ToolUseEnv
+from tooluse_gym.protocol import ProtocolCard
+from tooluse_gym.tasks import bfcl
+from tooluse_gym.tasks.task import Task
+from tooluse_gym.tools.runtime import BackendHooks
+from tooluse_gym.wrappers import ContextTemplate, ReasoningHistory, RenderedPrompt, SystemPrompt, ToolResultPlacement
+
+TASKS_ENV_ID = "ToolUse-Tasks-v0"
+TASKS_DEFAULTS = Knobs(decoder="lenient")
+"""`ToolUse-Tasks-v0`'s defaults: tasks of your own have no official score to match (see the scenario env)."""
+
+
+@dataclass(frozen=True, repr=False)
+class TaskPool:
+    """Tasks with the backends that run them.
+
+    Attributes:
+        tasks: The tasks; an episode plays one.
+        classes: Backend name -> simulator class.
+        stateless: Backends whose instances carry no state (shared across tasks).
+        hooks: How the simulators are set up and compared (BFCL's, or a scenario set's).
+        label: The card's ``category``.
+    """
+
+    tasks: tuple[Task, ...]
+    classes: Mapping[str, type]
+    stateless: frozenset[str] = frozenset()
+    hooks: BackendHooks | None = None
+    label: str = "all"
+
+    def __repr__(self) -> str:  # short: gym.make puts its kwargs into error messages
+        return f"TaskPool({len(self.tasks)} tasks, {len(self.classes)} backends, label={self.label!r})"
+
+
+def wrap(env: gym.Env, knobs: Knobs) -> gym.Env:
+    """Wrap a base env for the protocol (one concern per wrapper, innermost first)."""
+    if knobs.reasoning != "keep":
+        env = ReasoningHistory(env, knobs.reasoning)
+    if knobs.tool_results != "tool_messages":
+        env = ToolResultPlacement(env, knobs.tool_results)
+    if knobs.prompt.name != "none":
+        env = SystemPrompt(env, knobs.system_prompt, knobs.tool_format)
+    if knobs.template == "context":
+        env = ContextTemplate(env)
+    if knobs.tokenizer is not None:
+        env = RenderedPrompt(env, knobs.tokenizer, knobs.chat_template)
+    return env
+
+
+def build_env(
+    pool: TaskPool,
+    knobs: Knobs,
+    *,
+    env_id: str,
+    render_mode: str | None = None,
+    known_issues: str = "",
+    card_extra: Mapping[str, str] | None = None,
+) -> gym.Env:
+    """The base env over `pool`, configured by `knobs`, stamped with its card, wrapped for the protocol."""
+    config = EnvConfig(
+        tool_format=knobs.tool_format,
+        decoder=knobs.decoder,
+        strict_tools=knobs.strict_tools,
+        validate_args=knobs.validates_args,
+        max_steps_per_turn=knobs.max_steps_per_turn,
+        holdout_notice=bfcl.holdout_notice_template(prompting=False),
+    )
+    card = ProtocolCard(
+        env_id=env_id,
+        category=pool.label,
+        bfcl_version=bfcl.bfcl_version(),
+        known_issues=known_issues,
+        tooluse_gym_version=__version__,
+        **knobs.card_fields(**dict(card_extra or {})),
+    )
+    env = ToolUseEnv(
+        pool.tasks,
+        pool.classes,
+        config=config,
+        protocol=card,
+        stateless_backends=pool.stateless,
+        hooks=pool.hooks,
+        render_mode=render_mode,
+    )
+    return wrap(env, knobs)
+
+
+def make_task_env(pool: TaskPool, render_mode: str | None = None, **knobs: Any) -> gym.Env:
+    """Build `ToolUse-Tasks-v0`: any task pool, wrapped for the protocol.
+
+    ``gym.make("ToolUse-Tasks-v0", pool=pool, system_prompt="strong", tool_format="json")``; the
+    knobs are `Knobs`' (``decoder`` defaults to ``lenient`` here). The env's spec holds the pool,
+    so ``gym.make(env.spec)`` rebuilds it.
+    """
+    if not isinstance(pool, TaskPool):
+        raise TypeError(f"pool must be a TaskPool, got {type(pool).__name__}")
+    if not pool.tasks:
+        raise ValueError("the task pool is empty")
+    return build_env(pool, TASKS_DEFAULTS.with_defaults(**knobs), env_id=TASKS_ENV_ID, render_mode=render_mode)
