@@ -29,11 +29,23 @@ def screen_text(app: ToolUseApp) -> str:
     return console.export_text()
 
 
-def drive(app: ToolUseApp, script: Callable[[Pilot], Awaitable[None]], size: tuple[int, int] = (120, 40)) -> None:
-    """Run `script` against `app` in a headless terminal of `size`."""
+def drive(
+    app: ToolUseApp,
+    script: Callable[[Pilot], Awaitable[None]],
+    size: tuple[int, int] = (120, 40),
+    *,
+    loaded: bool = True,
+) -> None:
+    """Run `script` against `app` in a headless terminal of `size`.
+
+    With `loaded` the script starts once the app's workers have read its files; a live view
+    follows its files for ever, so its tests pass ``loaded=False`` and wait for what they need.
+    """
 
     async def main() -> None:
         async with app.run_test(size=size, notifications=True) as pilot:
+            if loaded:
+                await settle(pilot)
             await script(pilot)
 
     asyncio.run(main())

@@ -24,11 +24,16 @@ def _view(app) -> TranscriptView | None:
     return view if view.display else None
 
 
+async def search(pilot, text: str) -> None:
+    """Type `text` into the table's search box and let the table update."""
+    await pilot.press("slash", *text, "enter")
+    await settle(pilot)
+
+
 def test_replay_filters_sorts_and_searches(data):
     app = make_app(data / "run_a")
 
     async def script(pilot):
-        await settle(pilot)
         assert isinstance(app.screen, ReplayScreen)
         await shown(
             pilot, "16 episodes · 9 failed · 16 shown", "multi_turn_long_context_100", "instance_state_mismatch"
@@ -49,8 +54,7 @@ def test_replay_filters_sorts_and_searches(data):
         await shown(pilot, "sort reward ↑")
         await pilot.press("d")
         assert _rows(app)[0].reward == 1.0
-        await pilot.press("slash", *"document_old", "enter")
-        await settle(pilot)
+        await search(pilot, "document_old")
         (hit,) = _rows(app)
         assert (hit.task_id, hit.seed) == ("multi_turn_base_0", 1)
         await shown(pilot, "1 shown")
@@ -62,9 +66,7 @@ def test_replay_opens_an_episode_and_steps_through_it(data):
     app = make_app(data / "run_a")
 
     async def script(pilot):
-        await settle(pilot)
-        await pilot.press("slash", *"document_old", "enter")
-        await settle(pilot)
+        await search(pilot, "document_old")
         await pilot.press("enter")
         screen = _view(app)
         assert screen is not None
@@ -111,7 +113,6 @@ def test_playback_advances_at_the_chosen_speed(data):
     app = make_app(data / "run_a")
 
     async def script(pilot):
-        await settle(pilot)
         await pilot.press("down", "down", "enter")  # multi_turn_base_0 seed 0: 8 steps, valid
         view = _view(app)
         assert view is not None and len(view.frames) == 8 and view.cursor == 7
@@ -140,9 +141,7 @@ def test_long_results_fold_and_unfold(data):
     app = make_app(data / "run_a")
 
     async def script(pilot):
-        await settle(pilot)
-        await pilot.press("slash", *"long_context_100", "enter")
-        await settle(pilot)
+        await search(pilot, "long_context_100")
         seed0 = next(i for i, s in enumerate(_rows(app)) if s.seed == 0)
         app.screen.query_one(RowTable).cursor = seed0
         await pilot.press("enter", "home")
@@ -157,7 +156,6 @@ def test_damaged_file_is_read_with_its_bad_lines_counted(data):
     app = make_app(data / "damaged" / "episodes.jsonl")
 
     async def script(pilot):
-        await settle(pilot)
         await shown(pilot, "6 episodes", "1 corrupt line skipped, torn last line skipped")
 
     drive(app, script)
@@ -168,7 +166,6 @@ def test_empty_episodes_file_in_a_run_folder(tmp_path):
     app = make_app(tmp_path)
 
     async def script(pilot):
-        await settle(pilot)
         await shown(pilot, f"no episodes in {tmp_path.name}/episodes.jsonl (the file is empty)")
 
     drive(app, script)
@@ -209,14 +206,13 @@ def test_live_view_follows_a_growing_metrics_file(tmp_path, data):
         assert _view(app) is None
         await shown(pilot, "latest rollouts")
 
-    drive(app, script)
+    drive(app, script, loaded=False)
 
 
 def test_compare_view_shows_differences_and_opens_episodes(data):
     app = make_app(data / "run_a", data / "run_b")
 
     async def script(pilot):
-        await settle(pilot)
         await shown(
             pilot,
             "the protocol cards differ in system_prompt, system_prompt_sha256, tool_format",
@@ -256,7 +252,6 @@ def test_run_folder_copy_replays_like_the_file(tmp_path, data):
     app = make_app(tmp_path / "episodes.jsonl")
 
     async def script(pilot):
-        await settle(pilot)
         assert len(_rows(app)) == 16
 
     drive(app, script)
@@ -269,7 +264,6 @@ def test_a_record_with_a_broken_transcript_is_reported_not_shown(tmp_path, data)
     app = make_app(tmp_path)
 
     async def script(pilot):
-        await settle(pilot)
         await pilot.press("enter")
         await shown(pilot, "cannot show this")
         assert _view(app) is None
@@ -292,7 +286,7 @@ def test_live_view_of_a_run_that_has_not_written_yet(tmp_path):
         await pilot.press("question_mark")
         assert isinstance(app.screen, LiveScreen)
 
-    drive(app, script)
+    drive(app, script, loaded=False)
 
 
 def _with_known_issue(tmp_path, data, *names):
@@ -316,7 +310,6 @@ def test_replay_marks_known_issue_tasks_and_the_episode_says_why(tmp_path, data)
     app = make_app(run)
 
     async def script(pilot):
-        await settle(pilot)
         await shown(pilot, "known issue", "⚑ wrong gt", "4 on known-issue tasks (⚑)")
         rows = _rows(app)
         pilot.app.screen.query_one(RowTable).cursor = next(
@@ -335,7 +328,6 @@ def test_compare_marks_known_issue_tasks_and_shows_the_clean_subset(tmp_path, da
     app = make_app(*_with_known_issue(tmp_path, data, "run_a", "run_b"))
 
     async def script(pilot):
-        await settle(pilot)
         await shown(pilot, "clean subset", "known-issues registry", "2 tasks out", "⚑ wrong gt")
         marked = {d.task_id: d.known_issue for d in _rows(app)}
         assert marked["multi_turn_miss_param_4"] == "wrong_ground_truth"
