@@ -160,39 +160,29 @@ def make_candidate_env(
     return CandidateActions(gym.make(SCENARIO_ENV_ID, path=list(paths), task_ids=task_ids, **knobs), candidates)
 
 
+SETTINGS: dict[str, dict[str, Any]] = {
+    "ppo": {"n_steps": 512, "batch_size": 128, "n_epochs": 4, "learning_rate": 1e-3, "gamma": 0.99, "ent_coef": 0.01},
+    "dqn": {
+        "learning_rate": 1e-3,
+        "buffer_size": 50_000,
+        "learning_starts": 1000,
+        "batch_size": 64,
+        "train_freq": 4,
+        "target_update_interval": 500,
+        "exploration_fraction": 0.3,
+        "exploration_final_eps": 0.05,
+        "gamma": 0.99,
+    },
+}
+"""Each algorithm's hyperparameters: small, CPU-friendly settings."""
+
+
 def train_model(algorithm: str, env: gym.Env, timesteps: int, seed: int) -> Any:
-    """Train PPO or DQN with the candidate-scoring policies (small, CPU-friendly settings)."""
-    if algorithm == "ppo":
-        model = PPO(
-            CandidatePPOPolicy,
-            env,
-            n_steps=512,
-            batch_size=128,
-            n_epochs=4,
-            learning_rate=1e-3,
-            gamma=0.99,
-            ent_coef=0.01,
-            seed=seed,
-            device="cpu",
-        )
-    elif algorithm == "dqn":
-        model = DQN(
-            CandidateDQNPolicy,
-            env,
-            learning_rate=1e-3,
-            buffer_size=50_000,
-            learning_starts=1000,
-            batch_size=64,
-            train_freq=4,
-            target_update_interval=500,
-            exploration_fraction=0.3,
-            exploration_final_eps=0.05,
-            gamma=0.99,
-            seed=seed,
-            device="cpu",
-        )
-    else:
+    """Train PPO or DQN (`SETTINGS`) with the candidate-scoring policies."""
+    if algorithm not in SETTINGS:
         raise ValueError(f"cannot train {algorithm!r}")
+    algo, policy = (PPO, CandidatePPOPolicy) if algorithm == "ppo" else (DQN, CandidateDQNPolicy)
+    model = algo(policy, env, seed=seed, device="cpu", **SETTINGS[algorithm])
     return model.learn(total_timesteps=timesteps)
 
 
