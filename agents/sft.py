@@ -324,21 +324,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--full-backprop", action="store_true", help="back-propagate through the prompt too")
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--threads", type=int, default=None)
-    args = parser.parse_args(argv)
-    config = SFTConfig(
-        model=args.model,
-        scenarios=args.scenarios,
-        out=args.out,
-        system_prompt=args.system_prompt,
-        tool_format=args.tool_format,
-        epochs=args.epochs,
-        lr=args.lr,
-        batch_size=args.batch_size,
-        limit=args.limit,
-        detach_prompt=not args.full_backprop,
-        seed=args.seed,
-        threads=args.threads,
-    )
+    args = vars(parser.parse_args(argv))
+    detach_prompt = not args.pop("full_backprop")
+    config = SFTConfig(**args, detach_prompt=detach_prompt)
     summary = train(config)
     print(json.dumps(summary, indent=2))
     return 0
