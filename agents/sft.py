@@ -15,13 +15,14 @@ the agents render observations (the tokenizer's chat template) and its completio
 oracle's message followed by the end-of-turn token. Turn-closing messages are examples too,
 so the model learns to stop calling.
 
-With ``detach_prompt`` (the default) the prompt runs once without gradient and only the
-completion is back-propagated, attending to the prompt's cached keys and values. The
+With ``detach_prompt`` (the default) prompts run without gradient and only the completions are
+back-propagated, attending to the prompts' cached keys and values: the batch is one group of
+GRPO's shared-prompt update (`agents.grpo.shared_prompt`), so the batch's common prefix (the
+system text and tool descriptions) runs once, and each distinct prompt extends it. The
 completion tokens get their exact log-likelihood; the gradient that would flow back into the
-prompt positions is dropped. Prompt keys and values are also reused between examples that share
-a prefix (the system text; a task's earlier steps) until the next optimizer step, so epochs go
-task by task. On a CPU this is several times cheaper per example, since prompts here are ~900
-tokens against ~30 for a completion.
+prompt positions is dropped. On a CPU this is several times cheaper per example, since prompts
+here are ~900 tokens against ~30 for a completion. Epochs go task by task (a task's steps stay
+together, in order).
 """
 
 from __future__ import annotations
@@ -133,74 +134,30 @@ def build_examples(config: SFTConfig, tokenizer: Any) -> list[Example]:
     return examples
 
 
-class PromptCache:
-    """Keys and values of the last prompt, without gradient, reused for the next prompt's common prefix.
+def batch_nll(policy: Any, batch: Sequence[Example], detach_prompt: bool, backward_scale: float | None = None) -> float:
+    """Summed negative log-likelihood of the batch's completion tokens, with GRPO's log-prob code.
 
-    Every prompt starts with the same system text, and a task's later steps extend its earlier
-    prompts, so most prompt tokens need no new forward pass. Entries are computed with the
-    current weights: `reset()` after every optimizer step.
+    With `detach_prompt` the batch's prompts run as one group of `agents.grpo.shared_prompt`
+    (their common prefix once, without gradient). Without, each example runs whole through
+    `Policy.token_logprobs`, one at a time. With `backward_scale` the NLL times it is
+    back-propagated (gradients accumulate in the model).
     """
+    from agents.grpo.batch import Sample, collate
+    from agents.grpo.shared_prompt import shared_prompt_logprobs
 
-    def __init__(self) -> None:
-        self.ids: tuple[int, ...] = ()
-        self.cache: Any = None
-
-    def reset(self) -> None:
-        self.ids, self.cache = (), None
-
-    def extend(self, model: Any, ids: tuple[int, ...]) -> Any:
-        """The cache holding exactly `ids` (computed from the longest reusable prefix)."""
-        import torch
-
-        from agents.grpo.shared_prompt import common_prefix_len
-
-        keep = common_prefix_len([self.ids, ids])
-        if self.cache is None or not hasattr(self.cache, "layers"):
-            keep = 0
-        if keep == 0:
-            self.cache = None
-        self.truncate(keep)
-        if keep < len(ids):
-            with torch.no_grad():
-                self.cache = model(
-                    input_ids=torch.tensor([ids[keep:]]), past_key_values=self.cache, use_cache=True
-                ).past_key_values
-        self.ids = ids
-        return self.cache
-
-    def truncate(self, length: int) -> None:
-        """Drop what follows the first `length` tokens (and any autograd history)."""
-        if self.cache is None:
-            return
-        for layer in self.cache.layers:
-            layer.keys = layer.keys[..., :length, :].detach()
-            layer.values = layer.values[..., :length, :].detach()
-        self.ids = self.ids[:length]
-
-
-def example_loss(model: Any, example: Example, prompts: PromptCache | None) -> tuple[Any, int]:
-    """Summed negative log-likelihood of the completion tokens, and their count.
-
-    With `prompts` the prompt is not back-propagated (see the module docstring); without, the
-    whole sequence is.
-    """
-    import torch
-
-    prompt = torch.tensor([example.prompt_ids])
-    completion = torch.tensor([example.completion_ids])
-    if prompts is not None:
-        # The prompt's last token is fed with the completion so that its logit (which predicts
-        # the first completion token) carries gradient.
-        head = example.prompt_ids[:-1]
-        cache = prompts.extend(model, head)
-        inputs = torch.cat([prompt[:, -1:], completion[:, :-1]], dim=1)
-        logits = model(input_ids=inputs, past_key_values=cache, use_cache=True).logits[0]
-        prompts.truncate(len(head))
-    else:
-        inputs = torch.cat([prompt, completion[:, :-1]], dim=1)
-        logits = model(input_ids=inputs).logits[0, prompt.shape[1] - 1 :]
-    nll = torch.nn.functional.cross_entropy(logits.float(), completion[0], reduction="sum")
-    return nll, completion.shape[1]
+    samples = [Sample(e.prompt_ids, e.completion_ids, 0.0, group="sft") for e in batch]
+    parts = [samples] if detach_prompt else [[s] for s in samples]
+    total = 0.0
+    for part in parts:
+        if detach_prompt:
+            logprobs, _ = shared_prompt_logprobs(policy, part)
+        else:
+            logprobs, _ = policy.token_logprobs(collate(part, policy.tokenizer.pad_token_id))
+        nll = -logprobs.sum()
+        if backward_scale is not None:
+            (nll * backward_scale).backward()
+        total += nll.item()
+    return total
 
 
 def task_order(examples: Sequence[Example], rng: random.Random) -> list[Example]:
@@ -240,7 +197,6 @@ def train(config: SFTConfig, progress: bool = True) -> dict[str, Any]:
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / max(1, config.warmup_steps)))
     rng = random.Random(config.seed)
-    prompts = PromptCache() if config.detach_prompt else None
     steps_per_epoch = -(-len(examples) // config.batch_size)
     bar = tqdm(total=config.epochs * steps_per_epoch, desc="warm-start", unit="step", disable=not progress)
     start, step, epoch_losses = time.perf_counter(), 0, []
@@ -251,23 +207,17 @@ def train(config: SFTConfig, progress: bool = True) -> dict[str, Any]:
             for first in range(0, len(order), config.batch_size):
                 batch = order[first : first + config.batch_size]
                 tokens = sum(len(e.completion_ids) for e in batch)
-                batch_nll = 0.0
-                for example in batch:
-                    nll, _ = example_loss(model, example, prompts)
-                    (nll / tokens).backward()
-                    batch_nll += nll.item()
+                nll = batch_nll(policy, batch, config.detach_prompt, backward_scale=1.0 / tokens)
                 grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm))
                 optimizer.step()
                 schedule.step()
                 optimizer.zero_grad(set_to_none=True)
-                if prompts is not None:
-                    prompts.reset()
                 step += 1
-                total_nll, total_tokens = total_nll + batch_nll, total_tokens + tokens
+                total_nll, total_tokens = total_nll + nll, total_tokens + tokens
                 row = {
                     "step": step,
                     "epoch": epoch,
-                    "loss": batch_nll / tokens,
+                    "loss": nll / tokens,
                     "grad_norm": grad_norm,
                     "lr": schedule.get_last_lr()[0],
                     "seconds": round(time.perf_counter() - start, 2),

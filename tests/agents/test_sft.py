@@ -1,4 +1,4 @@
-"""The supervised warm-start: examples from the oracle through the env, prompt-cache reuse, a real training run."""
+"""The supervised warm-start: oracle examples through the env, the detached-prompt loss, a real training run."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from agents.base import chat_prompt  # noqa: E402
-from agents.sft import PromptCache, SFTConfig, build_examples, example_loss, main, task_order  # noqa: E402
+from agents.grpo.config import PolicyConfig  # noqa: E402
+from agents.grpo.policy import Policy  # noqa: E402
+from agents.sft import SFTConfig, batch_nll, build_examples, main, task_order  # noqa: E402
 from tooluse_gym.models import resolve_model  # noqa: E402
 
 WARMUP = str(Path(__file__).resolve().parents[2] / "scenarios" / "curriculum" / "warmup.yaml")
@@ -62,17 +64,18 @@ def test_task_order_keeps_steps_together_and_is_seeded(tiny):
     assert order == task_order(examples, random.Random(0))
 
 
-def test_reused_prompt_cache_gives_the_same_loss_as_a_full_forward(tiny):
-    model, tokenizer = tiny
+def test_the_detached_prompt_loss_equals_the_full_forward(tiny):
+    _, tokenizer = tiny
+    policy = Policy.load(PolicyConfig(model="tiny-random", dtype="float32", gradient_checkpointing=False))
     examples = build_examples(SFTConfig(scenarios=WARMUP, limit=4), tokenizer)
-    cache = PromptCache()
-    for example in examples:  # the cache carries the system text and earlier steps between examples
-        with torch.no_grad():
-            cached, n = example_loss(model, example, cache)
-            full, m = example_loss(model, example, None)
-        assert n == m == len(example.completion_ids)
-        assert cached.item() == pytest.approx(full.item(), rel=1e-4)
-    assert cache.ids == examples[-1].prompt_ids[:-1]
+    batch = examples[:5]  # several tasks' steps: the common prefix is the system text, later steps extend earlier ones
+    assert len({e.task_id for e in batch}) > 1
+    with torch.no_grad():
+        shared = batch_nll(policy, batch, detach_prompt=True)
+        full = batch_nll(policy, batch, detach_prompt=False)
+        one_by_one = sum(batch_nll(policy, [e], detach_prompt=False) for e in batch)
+    assert shared == pytest.approx(full, rel=1e-4) and full == pytest.approx(one_by_one, rel=1e-6)
+    assert full > 0
 
 
 def test_a_short_run_lowers_the_loss_and_saves_a_loadable_model(tmp_path):
