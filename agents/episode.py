@@ -6,18 +6,15 @@ skip a torn last line or a corrupt line with a warning and count it; they never 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agents.base import AgentError, Generation
-from agents.jsonl import FileHealth, read_jsonl
-from agents.records import SCHEMA_VERSION, EpisodeRecord, RecordError, StepEntry, TurnEntry
+from agents.records import SCHEMA_VERSION, EpisodeRecord, StepEntry, TurnEntry, read_episodes
 
 __all__ = ["SCHEMA_VERSION", "EpisodeWriter", "StepCost", "episode_record", "read_episodes"]
 
@@ -127,24 +124,3 @@ class EpisodeWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def read_episodes(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], FileHealth]:
-    """All readable episode records of a file, and what was skipped (`agents.jsonl.read_jsonl`).
-
-    Objects that are not episode records are left out; an episode record this version cannot
-    read (malformed, or of a newer schema) is skipped with a warning and counted as corrupt.
-    """
-    objects, health = read_jsonl(path)
-    records, unreadable = [], 0
-    for obj in objects:
-        if "task_id" not in obj or "reward" not in obj:
-            continue
-        try:
-            EpisodeRecord.from_dict(obj)
-        except RecordError as e:
-            unreadable += 1
-            warnings.warn(f"{path}: skipped an episode record ({e})", stacklevel=2)
-            continue
-        records.append(obj)
-    return records, dataclasses.replace(health, corrupt_lines=health.corrupt_lines + unreadable)

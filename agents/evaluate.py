@@ -17,7 +17,8 @@ import gymnasium as gym
 
 import tooluse_gym  # noqa: F401  (registers the env ids)
 from agents.base import Agent, Generation, SamplingConfig
-from agents.episode import EpisodeWriter, read_episodes
+from agents.episode import EpisodeWriter
+from agents.records import EpisodeRecord, read_episodes
 from agents.report import sensitivity_figure, write_run_report
 from agents.results import (
     CategoryDiff,
@@ -149,13 +150,13 @@ def make_agent(config: EvalConfig) -> Agent:
 class _Progress:
     """Episodes done, accuracy so far and tokens/s (tqdm on stderr)."""
 
-    def __init__(self, total: int, done: Sequence[Mapping[str, Any]], enabled: bool):
+    def __init__(self, total: int, done: Sequence[EpisodeRecord], enabled: bool):
         from tqdm import tqdm
 
         self.bar = tqdm(
             total=total, initial=len(done), disable=not enabled, unit="ep", file=sys.stderr, dynamic_ncols=True
         )
-        self.rewards = [float(r["reward"]) for r in done]
+        self.rewards = [r.reward for r in done]
         self.tokens = 0
         self.start = time.perf_counter()
 
@@ -201,8 +202,8 @@ def run_eval(
     wanted = {(t, s) for s in config.seeds for t in task_ids}
     episodes_path = out / "episodes.jsonl"
     existing = read_episodes(episodes_path)[0] if episodes_path.exists() else []
-    done = [e for e in existing if (e["task_id"], e["seed"]) in wanted]
-    done_keys = {(e["task_id"], e["seed"]) for e in done}
+    done = [e for e in existing if (e.task_id, e.seed) in wanted]
+    done_keys = {(e.task_id, e.seed) for e in done}
     jobs = [RolloutJob(t, s) for s in config.seeds for t in task_ids if (t, s) not in done_keys]
 
     def make_env() -> gym.Env:
@@ -210,7 +211,7 @@ def run_eval(
 
     card = ProtocolCard.from_dict({**make_env().unwrapped.protocol.to_dict(), "seed": None})
     for e in done:
-        if ProtocolCard.from_dict(e["protocol"]).differences(card):
+        if ProtocolCard.from_dict(e.protocol).differences(card):
             raise RunConflict(f"{episodes_path} holds episodes of another protocol; use another --out or --force")
     if jobs:
         owned = agent is None
@@ -237,9 +238,9 @@ def run_eval(
             bar.close()
             if owned:
                 agent.close()
-    episodes = [e for e in read_episodes(episodes_path)[0] if (e["task_id"], e["seed"]) in wanted]
+    episodes = [e for e in read_episodes(episodes_path)[0] if (e.task_id, e.seed) in wanted]
     summary = summarize(episodes, known_issues_for(config.env_id))
-    agent_info = episodes[0]["agent"] if episodes else {"name": config.agent}
+    agent_info = dict(episodes[0].agent) if episodes else {"name": config.agent}
     results = {
         "protocol": card.to_dict(),
         "fingerprint": card.fingerprint(),

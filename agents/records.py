@@ -1,7 +1,9 @@
-"""The episode file format as types: `EpisodeRecord` is one line of ``episodes.jsonl``, with a checked version.
+"""The run files' formats as types, with a checked version: `EpisodeRecord` is one line of
+``episodes.jsonl``, `MetricsRecord` one line of a training run's ``metrics.jsonl``.
 
-The harness and the trainer write it (`agents.episode.episode_record`); `tooluse-eval`, the TUI
-and the benchmarks read it. `EpisodeRecord.from_dict` accepts every record written so far
+The harness and the trainer write episodes (`agents.episode.episode_record`), the trainer
+writes metrics (`agents.grpo.runlog`); `tooluse-eval`, the TUI and the benchmarks read both
+through `read_episodes` and `read_metrics`. `from_dict` accepts every record written so far
 (schema 1, keys added later defaulted, the trainer's ``train`` and ``eval_step`` kept in
 `extra`) and refuses a record of a newer schema with a message that says so;
 ``to_dict(from_dict(d)) == d`` for any record a writer produced. Standard library only (the TUI
@@ -10,14 +12,31 @@ imports it).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+import os
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from agents.jsonl import FileHealth, read_jsonl
 
 SCHEMA_VERSION = 1
 """The version this code writes, and the newest it reads."""
 
-__all__ = ["SCHEMA_VERSION", "EpisodeRecord", "RecordError", "StepEntry", "TurnEntry"]
+__all__ = [
+    "EVAL_KEY",
+    "METRIC_KEYS",
+    "SCHEMA_VERSION",
+    "EpisodeRecord",
+    "MetricsRecord",
+    "RecordError",
+    "StepEntry",
+    "TurnEntry",
+    "as_records",
+    "read_episodes",
+    "read_metrics",
+]
 
 _STEP_KEYS = ("turn", "assistant", "calls", "results", "parse_failure", "index")
 _STEP_COSTS = ("prompt_tokens", "completion_tokens", "latency_s")
@@ -59,6 +78,16 @@ def _number(value: Any, what: str, kind: type = float) -> Any:
         return kind(value)
     except ValueError:
         raise RecordError(f"{what} must be a number, got {value!r}") from None
+
+
+def _version(data: Mapping[str, Any], what: str) -> int:
+    version = _number(data.get("schema_version", 1), "schema_version", int)
+    if version > SCHEMA_VERSION:
+        raise RecordError(
+            f"{what} of schema {version}, written by a newer tooluse-gym (this one reads up to "
+            f"{SCHEMA_VERSION}): upgrade to read it"
+        )
+    return version
 
 
 def _sequence(value: Any, what: str) -> Sequence[Any]:
@@ -232,12 +261,7 @@ class EpisodeRecord:
     def from_dict(cls, data: Any) -> EpisodeRecord:
         """The record of a JSON object; `RecordError` when it is not one, or is of a newer schema."""
         data = _mapping(data, "an episode record")
-        version = _number(data.get("schema_version", 1), "schema_version", int)
-        if version > SCHEMA_VERSION:
-            raise RecordError(
-                f"episode record of schema {version}, written by a newer tooluse-gym (this one reads up to "
-                f"{SCHEMA_VERSION}): upgrade to read it"
-            )
+        version = _version(data, "episode record")
         if "task_id" not in data or "reward" not in data:
             raise RecordError("not an episode record (no task_id or reward)")
         turns = tuple(TurnEntry.from_dict(t, i) for i, t in enumerate(_sequence(data.get("turns"), "turns")))
@@ -259,3 +283,118 @@ class EpisodeRecord:
             schema_version=version,
             extra={k: v for k, v in data.items() if k not in _EPISODE_KEYS},
         )
+
+    @classmethod
+    def of(cls, episode: EpisodeRecord | Mapping[str, Any]) -> EpisodeRecord:
+        """`episode` itself, or the record of a JSON object (`from_dict`)."""
+        return episode if isinstance(episode, EpisodeRecord) else cls.from_dict(episode)
+
+
+def as_records(episodes: Iterable[EpisodeRecord | Mapping[str, Any]]) -> list[EpisodeRecord]:
+    """Episode records of records or JSON objects (`RecordError` on one that is neither)."""
+    return [EpisodeRecord.of(e) for e in episodes]
+
+
+METRIC_KEYS = (
+    "step",
+    "epoch",
+    "rollout/reward_mean",
+    "groups/all_correct_frac",
+    "groups/all_wrong_frac",
+    "groups/mixed_frac",
+    "filter/skipped_prompts",
+    "filter/active_prompts",
+    "filter/zero_variance_frac",
+    "subsample/generated",
+    "subsample/used",
+    "time/rollout_s",
+    "time/update_s",
+    "time/sync_s",
+    "time/train_s",
+    "perf/tokens_per_s",
+    "loss/policy",
+    "loss/clip_frac",
+)
+"""What every line the trainer writes holds (more keys are allowed)."""
+
+EVAL_KEY = "eval/heldout_reward"
+"""The held-out reward, on the steps after which an evaluation ran."""
+
+
+@dataclass(frozen=True)
+class MetricsRecord:
+    """One line of ``metrics.jsonl``: one training step's numbers by name (``rollout/reward_mean``, ...).
+
+    Reads like the JSON object it is (``record["time/train_s"]``, ``record.get(EVAL_KEY)``).
+
+    Attributes:
+        step: The training step (from 1).
+        values: Every other key as written (`METRIC_KEYS` but ``step``, `EVAL_KEY` on evaluated
+            steps, ``update/...``).
+        schema_version: The file format version it was written in.
+    """
+
+    step: int
+    values: Mapping[str, Any] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    def __getitem__(self, key: str) -> Any:
+        return self.step if key == "step" else self.values[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key == "step" or key in self.values
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.step if key == "step" else self.values.get(key, default)
+
+    def number(self, key: str) -> float | None:
+        """The value under `key` when it is a number (not a bool), else None."""
+        value = self.get(key)
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The `METRIC_KEYS` this record lacks (a trainer's line lacks none)."""
+        return tuple(k for k in METRIC_KEYS if k not in self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": self.schema_version, "step": self.step, **self.values}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> MetricsRecord:
+        """The record of a JSON object; `RecordError` when it has no step, or is of a newer schema."""
+        data = _mapping(data, "a metrics record")
+        version = _version(data, "metrics record")
+        if "step" not in data:
+            raise RecordError("no step")
+        values = {k: v for k, v in data.items() if k not in ("schema_version", "step")}
+        return cls(step=_number(data["step"], "step", int), values=values, schema_version=version)
+
+
+def _read(path: str | os.PathLike[str], kind: type, wanted: Any) -> tuple[list[Any], FileHealth]:
+    objects, health = read_jsonl(path)
+    records, unreadable = [], 0
+    for obj in objects:
+        if not wanted(obj):
+            continue
+        try:
+            records.append(kind.from_dict(obj))
+        except RecordError as e:
+            unreadable += 1
+            what = "an episode record" if kind is EpisodeRecord else "a metrics record"
+            warnings.warn(f"{path}: skipped {what} ({e})", stacklevel=3)
+    return records, dataclasses.replace(health, corrupt_lines=health.corrupt_lines + unreadable)
+
+
+def read_episodes(path: str | os.PathLike[str]) -> tuple[list[EpisodeRecord], FileHealth]:
+    """All readable episode records of a file, and what was skipped (`agents.jsonl.read_jsonl`).
+
+    Objects that are not episode records are left out; an episode record this version cannot
+    read (malformed, or of a newer schema) is skipped with a warning and counted as corrupt.
+    """
+    return _read(path, EpisodeRecord, lambda obj: "task_id" in obj and "reward" in obj)
+
+
+def read_metrics(path: str | os.PathLike[str]) -> tuple[list[MetricsRecord], FileHealth]:
+    """All readable lines of a ``metrics.jsonl``, and what was skipped; the same rules as `read_episodes`."""
+    return _read(path, MetricsRecord, lambda obj: True)

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agents.records import EpisodeRecord, as_records
+
 if TYPE_CHECKING:
     from tooluse_gym.tasks.known_issues import KnownIssues
 
@@ -86,26 +88,30 @@ def _accuracy(
     return seeds, per_category, overall
 
 
-def summarize(episodes: Iterable[Mapping[str, Any]], known_issues: KnownIssues | None = None) -> dict[str, Any]:
+Episodes = Iterable[EpisodeRecord | Mapping[str, Any]]
+"""Episode records, or the JSON objects they are read from."""
+
+
+def summarize(episodes: Episodes, known_issues: KnownIssues | None = None) -> dict[str, Any]:
     """Accuracy per category per seed, their spread, overall accuracy, errors and tokens.
 
     With `known_issues` (BFCL runs) the summary also has ``clean``: the same accuracies over
     the tasks the registry does not list (`clean_subset`).
     """
-    episodes = list(episodes)
+    episodes = as_records(episodes)
     rewards: dict[tuple[str, int], list[float]] = defaultdict(list)
     errors: Counter[str] = Counter()
     checker_errors: Counter[str] = Counter()
     tokens = Counter()
     per_task: dict[tuple[str, str], list[float]] = defaultdict(list)
     for ep in episodes:
-        rewards[(ep["category"], ep["seed"])].append(float(ep["reward"]))
-        per_task[(ep["category"], ep["task_id"])].append(float(ep["reward"]))
-        if ep.get("error"):
-            errors[ep["error"]["type"]] += 1
-        elif ep.get("checker") and ep["checker"].get("error_type"):
-            checker_errors[ep["checker"]["error_type"]] += 1
-        tokens.update(ep.get("tokens", {}))
+        rewards[(ep.category, ep.seed)].append(ep.reward)
+        per_task[(ep.category, ep.task_id)].append(ep.reward)
+        if ep.error:
+            errors[ep.error["type"]] += 1
+        elif ep.checker and ep.checker.get("error_type"):
+            checker_errors[ep.checker["error_type"]] += 1
+        tokens.update(prompt=ep.prompt_tokens, completion=ep.completion_tokens)
     seeds, per_category, overall = _accuracy(rewards)
     summary = {
         "episodes": len(episodes),
@@ -122,7 +128,7 @@ def summarize(episodes: Iterable[Mapping[str, Any]], known_issues: KnownIssues |
     return summary
 
 
-def clean_subset(episodes: Iterable[Mapping[str, Any]], known_issues: KnownIssues) -> dict[str, Any]:
+def clean_subset(episodes: Episodes, known_issues: KnownIssues) -> dict[str, Any]:
     """Accuracy over the episodes of tasks the known-issues registry does not list.
 
     Same shape as `summarize`'s ``categories`` and ``overall`` (per seed, mean, std, 95% CI),
@@ -136,15 +142,15 @@ def clean_subset(episodes: Iterable[Mapping[str, Any]], known_issues: KnownIssue
     excluded: dict[str, set[str]] = defaultdict(set)
     excluded_episodes = 0
     kept = 0
-    for ep in episodes:
-        category, task_id = ep["category"], ep["task_id"]
+    for ep in as_records(episodes):
+        category, task_id = ep.category, ep.task_id
         tasks[category].add(task_id)
         if task_id in known_issues:
             excluded[category].add(task_id)
             excluded_episodes += 1
             continue
         kept += 1
-        rewards[(category, ep["seed"])].append(float(ep["reward"]))
+        rewards[(category, ep.seed)].append(ep.reward)
     _, per_category, overall = _accuracy(rewards)
     categories = {}
     for c in sorted(tasks):
@@ -313,13 +319,14 @@ class RunComparison:
 
 def compare_results(
     summaries: tuple[Mapping[str, Any], Mapping[str, Any]],
-    episodes: tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]],
+    episodes: tuple[Episodes, Episodes],
     known_issues: KnownIssues | None = None,
 ) -> RunComparison:
     """Runs A and B compared: per-category accuracy, disagreeing tasks, and (with a registry) the clean subset.
 
     `summaries` are `summarize` outputs; `episodes` need ``task_id``, ``category``, ``seed`` and ``reward``.
     """
+    episodes = (as_records(episodes[0]), as_records(episodes[1]))
     means = [task_means(e) for e in episodes]
     shared = sorted(set(means[0]) & set(means[1]))
 
@@ -357,9 +364,9 @@ def category_diffs(sa: Mapping[str, Any], sb: Mapping[str, Any]) -> tuple[Catego
     return tuple(rows)
 
 
-def task_means(episodes: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+def task_means(episodes: Episodes) -> dict[str, float]:
     """Mean reward per task id across its episodes (seeds)."""
     rewards: dict[str, list[float]] = {}
-    for e in episodes:
-        rewards.setdefault(e["task_id"], []).append(float(e["reward"]))
+    for e in as_records(episodes):
+        rewards.setdefault(e.task_id, []).append(e.reward)
     return {t: sum(v) / len(v) for t, v in rewards.items()}

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.jsonl import FileHealth, JsonlFile, parse_object
+from agents.records import MetricsRecord, RecordError
 
 __all__ = ["EpisodeFilter", "EpisodeStore", "EpisodeSummary", "FileHealth", "JsonlFile", "MetricsLog", "select"]
 
@@ -167,11 +168,14 @@ class EpisodeStore:
 
 
 class MetricsLog:
-    """The rows of a ``metrics.jsonl`` read so far; `poll` adds the ones appended since."""
+    """The rows of a ``metrics.jsonl`` read so far (`MetricsRecord`); `poll` adds the ones appended since.
+
+    A line that is not a metrics record this version reads (no step, a newer schema) counts as corrupt.
+    """
 
     def __init__(self, path: str | os.PathLike[str]):
         self.file = JsonlFile(path)
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[MetricsRecord] = []
 
     @property
     def health(self) -> FileHealth:
@@ -181,8 +185,9 @@ class MetricsLog:
         """Read new lines; returns how many rows were added."""
         added = 0
         for line, raw in self.file.iter_raw(self.file.refresh()):
-            row = parse_object(raw)
-            if row is None:
+            try:
+                row = MetricsRecord.from_dict(parse_object(raw))
+            except RecordError:
                 self.file.mark_corrupt(line)
                 continue
             self.rows.append(row)
@@ -191,13 +196,8 @@ class MetricsLog:
 
     def series(self, key: str) -> list[tuple[float, float]]:
         """(step, value) for every row that has a number under `key`."""
-        out = []
-        for i, row in enumerate(list(self.rows)):
-            value = row.get(key)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                step = row.get("step", i)
-                out.append((float(step) if isinstance(step, int | float) else float(i), float(value)))
-        return out
+        points = ((row.step, row.number(key)) for row in list(self.rows))
+        return [(float(step), value) for step, value in points if value is not None]
 
 
 SORT_COLUMNS: dict[str, Callable[[EpisodeSummary], Any] | None] = {

@@ -25,6 +25,7 @@ from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widgets import Static
 
+from agents.records import EpisodeRecord
 from tui import transcript as tx
 from tui.widgets import KeyBar
 
@@ -53,13 +54,13 @@ def _piece(kind: str, text: Text, current: bool) -> RenderableType:
     return Padding(text, (0, 0, 0, 1))
 
 
-def layout(record: Mapping[str, Any], frames: list[tx.Frame]) -> list[tuple[int, str, Draw]]:
+def layout(record: EpisodeRecord, frames: list[tx.Frame]) -> list[tuple[int, str, Draw]]:
     """(frame that reveals it, kind, draw) for every piece of an episode's transcript, in order."""
     last_frame = max(len(frames) - 1, 0)
     pieces: list[tuple[int, str, Draw]] = [(0, "header", lambda r, f: tx.header(record))]
     previous = 0
-    for turn in record.get("turns") or []:
-        mine = [f for f in frames if f.turn == turn.get("turn")]
+    for turn in record.turns:
+        mine = [f for f in frames if f.turn == turn.turn]
         first = mine[0].index if mine else previous
         last = mine[-1].index if mine else previous
         pieces.append((first, "user", lambda r, f, turn=turn: tx.user_text(turn)))
@@ -101,7 +102,7 @@ class TranscriptView(Vertical):
 
     def __init__(self, id: str | None = "episode") -> None:
         super().__init__(id=id)
-        self.record: Mapping[str, Any] = {}
+        self.record: EpisodeRecord | None = None
         """The episode shown."""
         self.source = ""
         self.frames: list[tx.Frame] = []
@@ -118,7 +119,7 @@ class TranscriptView(Vertical):
             yield Static(id="transcript-body")
         yield Static(id="episode-status", classes="status", markup=False)
 
-    def open(self, record: Mapping[str, Any], source: str = "") -> None:
+    def open(self, record: EpisodeRecord, source: str = "") -> None:
         """Show `record` (all of it: the cursor starts on the last step) and take the focus."""
         self._stop()
         self.record, self.source = record, source
@@ -175,7 +176,7 @@ class TranscriptView(Vertical):
         self.cursor = self.last if index < 0 else index
 
     def action_first_failure(self) -> None:
-        frame = tx.first_failing_frame(self.record)
+        frame = tx.first_failing_frame(self.record) if self.record is not None else None
         if frame is None:
             self.notify("no failing turn in this episode", timeout=3)
             return
@@ -234,7 +235,8 @@ class EpisodeHost:
         """Show `record`; a record whose transcript cannot be read is reported, not shown."""
         screen: Any = self
         try:
-            pieces = layout(record, tx.frames(record))
+            episode = EpisodeRecord.from_dict(record)
+            pieces = layout(episode, tx.frames(episode))
             for _, _, draw in pieces:
                 draw(False, False)
         except (AttributeError, TypeError, ValueError, KeyError) as e:
@@ -244,7 +246,7 @@ class EpisodeHost:
         self._main_title = screen.sub_title
         screen.sub_title = source
         screen.query_one("#main").display = False
-        screen.query_one(TranscriptView).open(record, source)
+        screen.query_one(TranscriptView).open(episode, source)
         self.show_keys()
 
     def show_keys(self) -> None:

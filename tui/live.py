@@ -194,10 +194,10 @@ class LiveScreen(EpisodeHost, Screen[None]):
 
     def _describe(self) -> None:
         rows = self.metrics.rows
-        last = rows[-1] if rows else {}
         parts = []
         if rows:
-            parts.append(f"step {last.get('step', len(rows))}")
+            last = rows[-1]
+            parts.append(f"step {last.step}")
             if "epoch" in last:
                 parts.append(f"epoch {last['epoch']}")
         parts.append(f"{len(rows)} row{'s' if len(rows) != 1 else ''}" if rows else "waiting for the first metrics row")

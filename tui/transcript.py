@@ -1,8 +1,8 @@
 """An episode record as a transcript: frames to step through and Rich text for each part.
 
-Pure formatting (Rich only, no Textual): the replay view lays these parts out and reveals
-them frame by frame. A frame is one assistant step; an episode that ended before its first
-step has a single empty frame.
+Pure formatting of a typed `agents.records.EpisodeRecord` (Rich only, no Textual): the replay
+view lays these parts out and reveals them frame by frame. A frame is one assistant step; an
+episode that ended before its first step has a single empty frame.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 from rich.text import Text
 
+from agents.records import EpisodeRecord, StepEntry, TurnEntry
 from tui.data import known_issue
 
 FOLD_CHARS = 240
@@ -29,26 +30,23 @@ class Frame:
 
     index: int
     turn: int
-    step: Mapping[str, Any]
+    step: StepEntry
     first_in_turn: bool
     last_in_turn: bool
 
 
-def frames(record: Mapping[str, Any]) -> list[Frame]:
+def frames(record: EpisodeRecord) -> list[Frame]:
     """The steps of an episode in order."""
     out: list[Frame] = []
-    for turn in record.get("turns") or []:
-        steps = turn.get("steps") or []
-        for i, step in enumerate(steps):
-            out.append(Frame(len(out), int(turn.get("turn", 0)), step, i == 0, i == len(steps) - 1))
+    for turn in record.turns:
+        for i, step in enumerate(turn.steps):
+            out.append(Frame(len(out), turn.turn, step, i == 0, i == len(turn.steps) - 1))
     return out
 
 
-def first_failing_frame(record: Mapping[str, Any]) -> int | None:
+def first_failing_frame(record: EpisodeRecord) -> int | None:
     """The last frame of the first turn the checker failed (where its verdict shows), else None."""
-    failing = next(
-        (t.get("turn") for t in record.get("turns") or [] if (t.get("verdict") or {}).get("valid") is False), None
-    )
+    failing = next((t.turn for t in record.turns if (t.verdict or {}).get("valid") is False), None)
     if failing is None:
         return None
     return max((f.index for f in frames(record) if f.turn == failing), default=None)
@@ -60,31 +58,29 @@ def split_reasoning(text: str) -> tuple[str, str]:
     return reasoning, _THINK.sub("", text).strip()
 
 
-def header(record: Mapping[str, Any]) -> Text:
+def header(record: EpisodeRecord) -> Text:
     """Task, seed, outcome and cost of an episode."""
-    reward = float(record.get("reward", 0.0))
     text = Text()
-    text.append(f"{record.get('task_id', '?')}", style="bold")
-    text.append(f"  category {record.get('category', '?')}  seed {record.get('seed', '?')}  ")
-    text.append(f"reward {reward:g}", style="bold green" if reward >= 1 else "bold red")
-    tokens = record.get("tokens") or {}
-    played = len(record.get("turns") or [])
+    text.append(record.task_id, style="bold")
+    text.append(f"  category {record.category or '?'}  seed {record.seed}  ")
+    text.append(f"reward {record.reward:g}", style="bold green" if record.reward >= 1 else "bold red")
+    played = len(record.turns)
     text.append(
-        f"  turns {played}/{record.get('num_turns', played)}"
-        f"  tokens {tokens.get('prompt', 0)} prompt + {tokens.get('completion', 0)} completion"
+        f"  turns {played}/{record.num_turns or played}"
+        f"  tokens {record.prompt_tokens} prompt + {record.completion_tokens} completion"
     )
-    agent = record.get("agent") or {}
+    agent = record.agent
     if agent:
         text.append(f"\nagent {agent.get('name', '?')}" + (f" ({agent['model']})" if agent.get("model") else ""))
-    protocol = record.get("protocol") or {}
-    if isinstance(protocol, Mapping) and protocol:
+    protocol = record.protocol
+    if protocol:
         knobs = ("decoder", "tool_format", "system_prompt", "template", "reasoning", "tool_results")
         shown = "  ".join(f"{k} {protocol.get(k, 'lenient' if k == 'decoder' else '?')}" for k in knobs)
         text.append(f"\nprotocol {shown}", style="dim")
-    train = record.get("train")
+    train = record.extra.get("train")
     if isinstance(train, Mapping):
         text.append("\ntraining rollout " + "  ".join(f"{k} {v}" for k, v in train.items()), style="dim")
-    text.append_text(issue_text(str(record.get("task_id", ""))))
+    text.append_text(issue_text(record.task_id))
     return text
 
 
@@ -100,15 +96,14 @@ def issue_text(task_id: str) -> Text:
     return text
 
 
-def user_text(turn: Mapping[str, Any]) -> Text:
+def user_text(turn: TurnEntry) -> Text:
     """The user's message(s) that open a turn."""
     text = Text()
-    label = f"turn {turn.get('turn', 0)} · user"
-    if turn.get("held_out"):
+    label = f"turn {turn.turn} · user"
+    if turn.held_out:
         label += " (held-out functions offered)"
     text.append(label + "\n", style="bold cyan")
-    messages = turn.get("user") or []
-    text.append("\n".join(str(m) for m in messages) if messages else "(no user message)", style="cyan")
+    text.append("\n".join(turn.user) if turn.user else "(no user message)", style="cyan")
     return text
 
 
@@ -116,10 +111,10 @@ def step_text(frame: Frame, *, show_reasoning: bool, show_full: bool) -> Text:
     """An assistant step: its text (reasoning folded), each parsed call and each tool result."""
     step = frame.step
     text = Text()
-    tokens = f"{step.get('prompt_tokens', 0)}+{step.get('completion_tokens', 0)} tok"
+    tokens = f"{step.prompt_tokens}+{step.completion_tokens} tok"
     text.append(f"step {frame.index + 1} · assistant", style="bold")
-    text.append(f"   {tokens}, {float(step.get('latency_s') or 0.0):.2f} s\n", style="dim")
-    reasoning, answer = split_reasoning(str(step.get("assistant", "")))
+    text.append(f"   {tokens}, {step.latency_s:.2f} s\n", style="dim")
+    reasoning, answer = split_reasoning(step.assistant)
     if reasoning:
         if show_reasoning:
             text.append("▾ reasoning\n", style="magenta")
@@ -127,18 +122,17 @@ def step_text(frame: Frame, *, show_reasoning: bool, show_full: bool) -> Text:
         else:
             text.append(f"▸ reasoning ({len(reasoning)} chars, r to unfold)\n", style="magenta")
     text.append(answer or "(empty message)")
-    if step.get("parse_failure"):
-        text.append(f"\n⚠ parse failure: {step['parse_failure']}", style="bold yellow")
-    calls = step.get("calls") or []
-    results = step.get("results") or []
-    for i, call in enumerate(calls):
+    if step.parse_failure:
+        text.append(f"\n⚠ parse failure: {step.parse_failure}", style="bold yellow")
+    results = step.results
+    for i, call in enumerate(step.calls):
         text.append("\n→ ", style="bold blue")
         text.append(render_call(call), style="blue")
         if call.get("error"):
             text.append(f"  ({call['error']})", style="yellow")
         if i < len(results):
             text.append("\n  ← ", style="green")
-            text.append(fold(str(results[i]), show_full), style=_result_style(str(results[i])))
+            text.append(fold(results[i], show_full), style=_result_style(results[i]))
     return text
 
 
@@ -162,10 +156,9 @@ def _result_style(result: str) -> str:
     return "yellow" if result.startswith('{"error"') else "green"
 
 
-def verdict_text(turn: Mapping[str, Any], *, show_full: bool = False) -> Text:
+def verdict_text(turn: TurnEntry, *, show_full: bool = False) -> Text:
     """The checker's verdict on a turn and, on a mismatch, what differs from the ground truth."""
-    verdict = turn.get("verdict")
-    index = turn.get("turn", 0)
+    verdict, index = turn.verdict, turn.turn
     text = Text()
     if not verdict:
         text.append(f"turn {index} · not judged (episode ended first)", style="dim")
@@ -211,11 +204,11 @@ def _compact(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def ending_text(record: Mapping[str, Any]) -> Text:
+def ending_text(record: EpisodeRecord) -> Text:
     """How the episode ended: the agent's error, or the checker's overall verdict."""
     text = Text()
-    error = record.get("error")
-    checker = record.get("checker") or {}
+    error = record.error
+    checker = record.checker or {}
     if error:
         text.append(f"■ agent error {error.get('type')}: {error.get('message', '')}", style="bold red")
     elif checker.get("valid"):

@@ -52,10 +52,12 @@ import math
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from agents.jsonl import read_jsonl
+from agents.records import MetricsRecord, read_episodes, read_metrics
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: agents/experiments/ -> .
 
@@ -176,7 +178,7 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
     return read_jsonl(path)[0] if path.exists() else []
 
 
-def _train_s(record: dict[str, Any]) -> float:
+def _train_s(record: MetricsRecord | Mapping[str, Any]) -> float:
     return record.get("time/train_s", record.get("time/elapsed_s", 0.0))
 
 
@@ -200,7 +202,7 @@ def time_to(curve: list[dict[str, Any]], target: float) -> float | None:
     return next((p["train_s"] for p in curve if p["reward"] >= target - 1e-9), None)
 
 
-def epoch_counts(metrics: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+def epoch_counts(metrics: Sequence[MetricsRecord | Mapping[str, Any]]) -> dict[str, dict[str, int]]:
     """Prompts skipped and rolled out per epoch (the filter decides at each epoch's first step)."""
     out: dict[str, dict[str, int]] = {}
     for m in metrics:
@@ -212,7 +214,7 @@ def epoch_counts(metrics: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
 
 def summarize(run_dir: Path) -> dict[str, Any]:
     """Curve and totals of one finished arm's run folder."""
-    metrics, evals = _jsonl(run_dir / "metrics.jsonl"), _jsonl(run_dir / "eval.jsonl")
+    metrics, evals = read_metrics(run_dir / "metrics.jsonl")[0], _jsonl(run_dir / "eval.jsonl")
     if not evals:
         raise ValueError(f"{run_dir} has no held-out evaluation")
     update_tokens = sum(m["update/tokens"] for m in metrics)
@@ -220,7 +222,8 @@ def summarize(run_dir: Path) -> dict[str, Any]:
     # tokens that ran forward/backward (fewer than update_tokens with update.skip_zero_advantage)
     computed = sum(m.get("update/computed_tokens", m["update/tokens"]) for m in metrics)
     computed_zero = max(0.0, computed - (update_tokens - zero_tokens))
-    used = [e for e in _jsonl(run_dir / "episodes.jsonl") if e["train"]["used"]]
+    used = [e for e in read_episodes(run_dir / "episodes.jsonl")[0] if e.extra["train"]["used"]]
+    zero_rollouts = sum(e.extra["train"]["advantage"] == 0.0 for e in used)
     episodes = evals[-1].get("episodes", 0)
     start, final = evals[0]["eval/heldout_reward"], evals[-1]["eval/heldout_reward"]
     per_epoch = epoch_counts(metrics)
@@ -243,7 +246,7 @@ def summarize(run_dir: Path) -> dict[str, Any]:
         "zero_advantage_update_frac": zero_tokens / update_tokens if update_tokens else 0.0,
         "computed_update_tokens": computed,
         "zero_advantage_compute_frac": computed_zero / computed if computed else 0.0,
-        "zero_advantage_rollouts_frac": sum(e["train"]["advantage"] == 0.0 for e in used) / len(used) if used else 0.0,
+        "zero_advantage_rollouts_frac": zero_rollouts / len(used) if used else 0.0,
         "train_reward_mean": sum(m["rollout/reward_mean"] for m in metrics) / len(metrics) if metrics else 0.0,
     }
 

@@ -1,7 +1,7 @@
 """The run directory's files: config.yaml, metrics.jsonl, episodes.jsonl, eval.jsonl.
 
-Every line of metrics.jsonl is one training step with all of `METRIC_KEYS` (plus
-``eval/heldout_reward`` on steps where a held-out evaluation ran; ``time/train_s`` is the
+Every line of metrics.jsonl is one training step (`agents.records.MetricsRecord`) with all
+of `METRIC_KEYS` (plus ``eval/heldout_reward`` on steps where a held-out evaluation ran; ``time/train_s`` is the
 training time, rollout + update + sync summed over the steps so far, at which it ran). Every
 line of eval.jsonl is one held-out evaluation: step, epoch, reward, episodes, ``time/train_s``
 and its own duration ``time/eval_s`` (not training time). episodes.jsonl holds the
@@ -20,28 +20,9 @@ from typing import Any
 
 from agents.episode import EpisodeWriter
 from agents.jsonl import read_jsonl
+from agents.records import EVAL_KEY, METRIC_KEYS, MetricsRecord
 
-METRIC_KEYS = (
-    "step",
-    "epoch",
-    "rollout/reward_mean",
-    "groups/all_correct_frac",
-    "groups/all_wrong_frac",
-    "groups/mixed_frac",
-    "filter/skipped_prompts",
-    "filter/active_prompts",
-    "filter/zero_variance_frac",
-    "subsample/generated",
-    "subsample/used",
-    "time/rollout_s",
-    "time/update_s",
-    "time/sync_s",
-    "time/train_s",
-    "perf/tokens_per_s",
-    "loss/policy",
-    "loss/clip_frac",
-)
-EVAL_KEY = "eval/heldout_reward"
+__all__ = ["EVAL_KEY", "METRIC_KEYS", "RunFiles"]
 
 
 class RunFiles:
@@ -65,11 +46,10 @@ class RunFiles:
         _keep(self.episodes_path, lambda r: r.get("train", {}).get("step", 0) <= step)
         _keep(self.eval_episodes_path, lambda r: r.get("eval_step", 0) <= step)
 
-    def metrics(self, record: Mapping[str, Any]) -> None:
-        missing = [k for k in METRIC_KEYS if k not in record]
-        if missing:
-            raise ValueError(f"metrics record lacks {missing}")
-        _append(self.metrics_path, record)
+    def metrics(self, record: MetricsRecord) -> None:
+        if record.missing:
+            raise ValueError(f"metrics record lacks {list(record.missing)}")
+        _append(self.metrics_path, record.to_dict())
 
     def eval(self, record: Mapping[str, Any]) -> None:
         _append(self.eval_path, record)

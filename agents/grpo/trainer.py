@@ -39,6 +39,7 @@ from agents.grpo.schedule import budget_spent, crosses_eval_point
 from agents.grpo.subsample import max_variance_subset
 from agents.grpo.tasks import TaskPool, env_factory, load_pool, prompts_for
 from agents.grpo.update import PolicyUpdater
+from agents.records import MetricsRecord
 
 RESUMABLE_CHANGES = ("epochs", "max_steps", "budget_s")
 """Config keys a resumed run may change (how long to train); anything else is a different run."""
@@ -267,7 +268,7 @@ class GRPOTrainer:
                 self.files.episode({**r.record, "train": {**train, "used": used}})
         if self.heldout is not None and self._eval_due(before_s):
             record[EVAL_KEY] = self._evaluate()
-        self.files.metrics(record)
+        self.files.metrics(MetricsRecord.from_dict(record))
         if self.step % cfg.save_every == 0:
             self._save()
         return record

@@ -18,7 +18,7 @@ def test_writer_appends_and_reader_skips_bad_lines(tmp_path):
         f.write('{"task_id": "d", "rew')  # torn last line (killed mid-write)
     with pytest.warns(UserWarning) as caught:
         records, stats = read_episodes(path)
-    assert [r["task_id"] for r in records] == ["a", "b", "c"]
+    assert [r.task_id for r in records] == ["a", "b", "c"]
     assert stats.skipped == 2 and stats.torn_last_line
     assert any("torn last line" in str(w.message) for w in caught)
     assert any("corrupt line" in str(w.message) for w in caught)

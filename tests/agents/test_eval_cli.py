@@ -63,8 +63,8 @@ def test_interrupted_run_resumes_without_redoing_episodes(tmp_path):
     with pytest.warns(UserWarning):
         records, stats = read_episodes(path)
     assert stats.skipped == 1 and len(records) == 10
-    assert len({(r["task_id"], r["seed"]) for r in records}) == 10
-    assert [json.dumps(r) for r in records[:4]] == [json.dumps(json.loads(x)) for x in kept]
+    assert len({(r.task_id, r.seed) for r in records}) == 10
+    assert [json.dumps(r.to_dict()) for r in records[:4]] == [json.dumps(json.loads(x)) for x in kept]
     summary = json.loads((out / "results.json").read_text())["summary"]
     assert summary["episodes"] == 10 and summary["overall"]["mean"] == 1.0
 

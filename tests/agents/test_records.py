@@ -1,4 +1,4 @@
-"""The episode file format as types: today's files round-trip exactly, newer schemas are refused clearly."""
+"""The run files as types: today's episode and metrics files round-trip exactly, newer schemas are refused clearly."""
 
 from __future__ import annotations
 
@@ -7,8 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from agents.episode import EpisodeWriter, read_episodes
-from agents.records import SCHEMA_VERSION, EpisodeRecord, RecordError
+from agents.episode import EpisodeWriter
+from agents.grpo.runlog import RunFiles
+from agents.records import (
+    EVAL_KEY,
+    METRIC_KEYS,
+    SCHEMA_VERSION,
+    EpisodeRecord,
+    MetricsRecord,
+    RecordError,
+    as_records,
+    read_episodes,
+    read_metrics,
+)
 from agents.rollout import RolloutJob, run_rollouts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tui" / "data"
@@ -79,4 +90,55 @@ def test_readers_skip_what_they_cannot_read_and_say_why(tmp_path):
         w.write({"step": 1})  # not an episode: left out, not counted
     with pytest.warns(UserWarning, match="schema 99"):
         records, health = read_episodes(path)
-    assert [r["task_id"] for r in records] == ["a"] and health.corrupt_lines == 1
+    assert [r.task_id for r in records] == ["a"] and health.corrupt_lines == 1
+
+
+def test_summaries_take_records_or_their_json_objects_alike():
+    from agents.results import summarize
+
+    episode = {"task_id": "t", "category": "c", "reward": 0.0, "tokens": {"prompt": 2}}
+    objects = [{**episode, "seed": s, "reward": float(s)} for s in (0, 1)]
+    records = as_records(objects)
+    assert all(isinstance(r, EpisodeRecord) for r in records) and as_records(records)[0] is records[0]
+    assert summarize(objects) == summarize(records)
+    with pytest.raises(RecordError):
+        as_records([{"task_id": "t"}])
+
+
+def test_metrics_files_round_trip_and_read_like_json_objects(tmp_path):
+    written = FIXTURES / "train_run" / "metrics.jsonl"  # a file of today's format (no schema_version)
+    objects = [json.loads(line) for line in written.read_text().splitlines()]
+    records, health = read_metrics(written)
+    assert len(records) == len(objects) and not health.describe()
+    for obj, record in zip(objects, records, strict=True):
+        assert record.to_dict() == {"schema_version": 1, **obj} and record.schema_version == 1
+        assert record.step == obj["step"] and record["rollout/reward_mean"] == obj["rollout/reward_mean"]
+        assert record.get(EVAL_KEY) == obj.get(EVAL_KEY) and (EVAL_KEY in record) == (EVAL_KEY in obj)
+    assert MetricsRecord.from_dict(records[0].to_dict()) == records[0]
+    assert records[0].number("missing/key") is None
+
+
+def test_metrics_records_refuse_newer_schemas_and_lines_without_a_step(tmp_path):
+    with pytest.raises(RecordError, match="schema 2, written by a newer tooluse-gym"):
+        MetricsRecord.from_dict({"schema_version": SCHEMA_VERSION + 1, "step": 1})
+    for bad in ({"epoch": 1}, {"step": "x"}, [1]):
+        with pytest.raises(RecordError):
+            MetricsRecord.from_dict(bad)
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": 1, "loss/policy": 0.5}\n{"schema_version": 7, "step": 2}\n{"epoch": 3}\n')
+    with pytest.warns(UserWarning) as caught:
+        records, health = read_metrics(path)
+    assert ["schema 7" in str(w.message) for w in caught] == [True, False]
+    assert "metrics record (no step)" in str(caught[1].message)
+    assert [r.step for r in records] == [1] and health.corrupt_lines == 2
+
+
+def test_the_trainer_writes_only_complete_metrics_records(tmp_path):
+    files = RunFiles(tmp_path)
+    with pytest.raises(ValueError, match="lacks"):
+        files.metrics(MetricsRecord(step=1, values={"epoch": 1}))
+    full = MetricsRecord(step=1, values={k: 0.0 for k in METRIC_KEYS if k != "step"})
+    assert full.missing == ()
+    files.metrics(full)
+    (back,), _ = read_metrics(tmp_path / "metrics.jsonl")
+    assert back == full

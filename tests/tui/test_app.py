@@ -201,7 +201,7 @@ def test_live_view_follows_a_growing_metrics_file(tmp_path, data):
         assert _rows(app)[0].task_id == newest["task_id"]
         assert app.screen.query_one(RowTable).cursor == 2  # the cursor stayed on the rollout it was on
         await pilot.press("home", "enter")
-        assert _view(app) is not None and _view(app).record == newest
+        assert _view(app) is not None and _view(app).record.to_dict() == newest
         await pilot.press("escape")
         assert _view(app) is None
         await shown(pilot, "latest rollouts")
@@ -229,12 +229,12 @@ def test_compare_view_shows_differences_and_opens_episodes(data):
         assert [d.task_id for d in rows] == ["multi_turn_miss_param_0", "multi_turn_miss_param_100"]
         await pilot.press("down", "b")  # miss_param_100: B solved it
         record = _view(app).record
-        assert record["task_id"] == "multi_turn_miss_param_100" and record["reward"] == 1.0
-        assert record["protocol"]["tool_format"] == "json"
+        assert record.task_id == "multi_turn_miss_param_100" and record.reward == 1.0
+        assert record.protocol["tool_format"] == "json"
         await shown(pilot, "run B run_b line")
         await pilot.press("escape", "enter")  # Enter opens A's (failed) episode
         record = _view(app).record
-        assert record["task_id"] == "multi_turn_miss_param_100" and record["reward"] == 0.0
+        assert record.task_id == "multi_turn_miss_param_100" and record.reward == 0.0
 
     drive(app, script)
 
@@ -316,7 +316,7 @@ def test_replay_marks_known_issue_tasks_and_the_episode_says_why(tmp_path, data)
             i for i, s in enumerate(rows) if s.task_id == "multi_turn_base_4"
         )
         await pilot.press("enter", "home")
-        assert _view(app).record["task_id"] == "multi_turn_base_4"
+        assert _view(app).record.task_id == "multi_turn_base_4"
         await shown(pilot, "⚑ known BFCL issue (wrong ground truth):", "issues/1367")
         await pilot.press("escape")
         await shown(pilot, "4 on known-issue tasks (⚑)")

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from agents.evaluate import compare_runs
+from agents.records import EpisodeRecord
 from tui import plots, transcript, widgets
 from tui.data import EpisodeFilter, EpisodeStore, EpisodeSummary, JsonlFile, MetricsLog, select
 from tui.runs import TargetError, compare, load_results, resolve
@@ -18,6 +19,10 @@ from tui.runs import TargetError, compare, load_results, resolve
 
 def _records(path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _episodes(path):
+    return [EpisodeRecord.from_dict(r) for r in _records(path)]
 
 
 def test_jsonl_file_indexes_lines_and_skips_bad_ones(tmp_path):
@@ -152,30 +157,30 @@ def test_results_computed_from_episodes_when_results_json_is_missing(tmp_path, d
 
 
 def test_transcript_frames_failures_and_folds(data):
-    records = _records(data / "run_a" / "episodes.jsonl")
-    bent = next(r for r in records if r["task_id"] == "multi_turn_base_0" and r["seed"] == 1)
+    records = _episodes(data / "run_a" / "episodes.jsonl")
+    bent = next(r for r in records if r.task_id == "multi_turn_base_0" and r.seed == 1)
     frames = transcript.frames(bent)
     assert len(frames) == 8 and frames[0].first_in_turn and frames[1].last_in_turn
     assert transcript.first_failing_frame(bent) == 1  # turn 0 fails; its verdict follows step 1
-    passed = next(r for r in records if r["reward"] == 1.0)
+    passed = next(r for r in records if r.reward == 1.0)
     assert transcript.first_failing_frame(passed) is None
-    reasoning, answer = transcript.split_reasoning(frames[0].step["assistant"])
+    reasoning, answer = transcript.split_reasoning(frames[0].step.assistant)
     assert reasoning.startswith("The user wants") and answer.startswith("[cd(")
     folded = transcript.step_text(frames[0], show_reasoning=False, show_full=False).plain
     assert "▸ reasoning" in folded and "The user wants" not in folded and 'cd(folder="document_old")' in folded
     shown = transcript.step_text(frames[0], show_reasoning=True, show_full=False).plain
     assert "The user wants" in shown
-    verdict = transcript.verdict_text(bent["turns"][0]).plain
+    verdict = transcript.verdict_text(bent.turns[0]).plain
     assert "instance_state_mismatch" in verdict
-    paths = [p for p, _, _ in transcript.diff_rows(bent["turns"][0]["verdict"]["state_diff"])]
+    paths = [p for p, _, _ in transcript.diff_rows(bent.turns[0].verdict["state_diff"])]
     assert "GorillaFileSystem.root.contents.document.contents.temp" in paths
     long = "x" * (transcript.FOLD_CHARS + 10)
     assert transcript.fold(long, False).endswith("(+10 chars, o to unfold)") and transcript.fold(long, True) == long
 
 
 def test_transcript_of_an_episode_without_steps(data):
-    records = _records(data / "run_a" / "episodes.jsonl")
-    timed_out = next(r for r in records if r["error"] and not r["turns"])
+    records = _episodes(data / "run_a" / "episodes.jsonl")
+    timed_out = next(r for r in records if r.error and not r.turns)
     assert transcript.frames(timed_out) == []
     assert "agent error timeout" in transcript.ending_text(timed_out).plain
 
@@ -224,7 +229,8 @@ def test_summaries_mark_tasks_the_known_issues_registry_lists(tmp_path, data):
     cells = widgets.episode_cells(next(s for s in store.summaries if s.known_issue))
     assert str(cells[-1]) == "⚑ wrong gt"
     assert str(widgets.episode_cells(store.summaries[0])[-1]) == ""
-    reason = transcript.header(store.record(next(s.line for s in store.summaries if s.known_issue))).plain
+    flagged_line = next(s.line for s in store.summaries if s.known_issue)
+    reason = transcript.header(EpisodeRecord.from_dict(store.record(flagged_line))).plain
     assert "known BFCL issue (wrong ground truth)" in reason and "issues/1367" in reason
 
 
@@ -259,9 +265,11 @@ def test_a_non_bfcl_comparison_has_no_clean_subset(data):
 
 def test_episode_header_shows_the_decoder_and_calls_show_the_call_string_that_ran():
     record = {"task_id": "multi_turn_base_0", "reward": 0.0, "protocol": {"decoder": "bfcl", "tool_format": "json"}}
-    assert "protocol decoder bfcl  tool_format json" in transcript.header(record).plain
+    assert "protocol decoder bfcl  tool_format json" in transcript.header(EpisodeRecord.from_dict(record)).plain
     old = {"task_id": "multi_turn_base_0", "reward": 0.0, "protocol": {"tool_format": "python"}}
-    assert "decoder lenient" in transcript.header(old).plain  # files written before the knob existed
+    assert (
+        "decoder lenient" in transcript.header(EpisodeRecord.from_dict(old)).plain
+    )  # files written before the knob existed
     call = {"name": "cd", "arguments": {}, "source": "cd(folder='docs')"}
     assert transcript.render_call(call) == "cd(folder='docs')"
     assert transcript.render_call({"name": "cd", "arguments": {"folder": "x"}}) == 'cd(folder="x")'
