@@ -35,17 +35,27 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def save_checkpoint(
-    folder: Path, step: int, weights: dict[str, torch.Tensor], optimizer: Any, state: dict[str, Any], keep: int
+    folder: Path,
+    step: int,
+    weights: dict[str, torch.Tensor],
+    optimizer: Any,
+    state: dict[str, Any],
+    keep: int,
+    rng: Any = None,
 ) -> Path:
-    """Write the checkpoint of `step` and delete all but the newest `keep`."""
+    """Write the checkpoint of `step` and delete all but the newest `keep`.
+
+    `optimizer` is the optimizer or its state dict; `rng` is what to save as the RNG state
+    (default: this process's, `rng_state`; on several ranks, every rank's, in rank order).
+    """
     folder.mkdir(parents=True, exist_ok=True)
     final = folder / f"{PREFIX}{step:06d}"
     tmp = folder / f".tmp-{PREFIX}{step:06d}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     torch.save(weights, tmp / "policy.pt")
-    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-    torch.save(rng_state(), tmp / "rng.pt")
+    torch.save(optimizer if isinstance(optimizer, dict) else optimizer.state_dict(), tmp / "optimizer.pt")
+    torch.save(rng_state() if rng is None else rng, tmp / "rng.pt")
     (tmp / "state.json").write_text(json.dumps({**state, "step": step}, indent=1), encoding="utf-8")
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)

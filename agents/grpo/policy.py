@@ -36,9 +36,23 @@ class Policy:
     device: str
     path: str
     base: Any = field(init=False)
+    sharded: Any = field(default=None, init=False)
+    """The FSDP2 root (`agents.grpo.distributed.ShardedForward`) once `shard` ran, else None."""
 
     def __post_init__(self) -> None:
         self.base = self.model.get_base_model() if self.config.lora is not None else self.model
+
+    def shard(self, dist: Any) -> None:
+        """Shard the model over `dist`'s ranks with FSDP2 (full fine-tuning only)."""
+        from agents.grpo.distributed import shard_policy
+
+        if self.config.lora is not None:
+            raise ValueError("training on several ranks shards the whole model: LoRA is single-process for now")
+        self.sharded = shard_policy(self.model, dist)
+
+    def run(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)``, through the FSDP2 root when the model is sharded (see `ShardedForward`)."""
+        return self.sharded(fn, *args) if self.sharded is not None else fn(*args)
 
     @classmethod
     def load(cls, config: PolicyConfig) -> Policy:
@@ -83,8 +97,13 @@ class Policy:
         return [p for p in self.model.parameters() if p.requires_grad]
 
     def trainable_state(self) -> dict[str, torch.Tensor]:
-        """The trainable tensors by name (what a checkpoint must hold to restore the policy)."""
-        return {n: p.detach().clone() for n, p in self.model.named_parameters() if p.requires_grad}
+        """The trainable tensors by name, whole (what a checkpoint must hold to restore the policy).
+
+        On a sharded model this gathers every parameter: all ranks must call it.
+        """
+        from agents.grpo.distributed import full_tensor
+
+        return {n: full_tensor(p.detach()).clone() for n, p in self.model.named_parameters() if p.requires_grad}
 
     def load_trainable_state(self, state: dict[str, torch.Tensor]) -> None:
         params = dict(self.model.named_parameters())
@@ -92,6 +111,11 @@ class Policy:
         if set(state) != expected:
             missing, extra = sorted(expected - set(state))[:3], sorted(set(state) - expected)[:3]
             raise ValueError(f"checkpoint does not match the model (missing {missing}, unexpected {extra})")
+        if self.sharded is not None:
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
+            set_model_state_dict(self.model, state, options=StateDictOptions(full_state_dict=True, strict=False))
+            return
         with torch.no_grad():
             for name, tensor in state.items():
                 params[name].copy_(tensor)
@@ -112,6 +136,11 @@ class Policy:
         ids = batch.input_ids.to(self.device)
         attention = batch.attention_mask.to(self.device)
         where = batch.loss_mask[:, 1:].bool().to(self.device)
+        return self.run(self._token_logprobs, ids, attention, where, temperature, with_entropy)
+
+    def _token_logprobs(
+        self, ids: torch.Tensor, attention: torch.Tensor, where: torch.Tensor, temperature: float, with_entropy: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         with self.autocast():
             decoder = getattr(self.base, self.base.base_model_prefix)
             hidden = decoder(input_ids=ids, attention_mask=attention).last_hidden_state
@@ -135,8 +164,10 @@ class Policy:
     def weights_for_sync(self) -> Iterator[tuple[str, torch.Tensor]]:
         """HF-named full weights for an inference engine (LoRA deltas merged out of place)."""
         if self.config.lora is None:
+            from agents.grpo.distributed import full_tensor
+
             for name, p in self.model.named_parameters():
-                yield name, p.detach()
+                yield name, full_tensor(p.detach())
             return
         from peft.tuners.lora import LoraLayer
 

@@ -26,10 +26,11 @@ __all__ = ["EVAL_KEY", "METRIC_KEYS", "RunFiles"]
 
 
 class RunFiles:
-    """Appends to the run's JSONL files (each line flushed)."""
+    """Appends to the run's JSONL files (each line flushed); with ``write=False`` (ranks but 0) it writes nothing."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, write: bool = True):
         self.run_dir = run_dir
+        self.write = write
         run_dir.mkdir(parents=True, exist_ok=True)
         self.metrics_path = run_dir / "metrics.jsonl"
         self.episodes_path = run_dir / "episodes.jsonl"
@@ -41,6 +42,8 @@ class RunFiles:
 
     def truncate_after(self, step: int) -> None:
         """Drop every line written for steps after `step` (torn lines included)."""
+        if not self.write:
+            return
         _keep(self.metrics_path, lambda r: r.get("step", 0) <= step)
         _keep(self.eval_path, lambda r: r.get("step", 0) <= step)
         _keep(self.episodes_path, lambda r: r.get("train", {}).get("step", 0) <= step)
@@ -49,17 +52,23 @@ class RunFiles:
     def metrics(self, record: MetricsRecord) -> None:
         if record.missing:
             raise ValueError(f"metrics record lacks {list(record.missing)}")
-        _append(self.metrics_path, record.to_dict())
+        if self.write:
+            _append(self.metrics_path, record.to_dict())
 
     def eval(self, record: Mapping[str, Any]) -> None:
-        _append(self.eval_path, record)
+        if self.write:
+            _append(self.eval_path, record)
 
     def episode(self, record: Mapping[str, Any]) -> None:
+        if not self.write:
+            return
         if self._episodes is None:
             self._episodes = EpisodeWriter(self.episodes_path)
         self._episodes.write(record)
 
     def eval_episode(self, record: Mapping[str, Any]) -> None:
+        if not self.write:
+            return
         if self._eval_episodes is None:
             self._eval_episodes = EpisodeWriter(self.eval_episodes_path)
         self._eval_episodes.write(record)

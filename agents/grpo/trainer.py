@@ -6,6 +6,11 @@ group (max variance), update the policy on the kept rollouts' generated tokens, 
 new weights into the rollout engine (vLLM), log, and checkpoint. At each epoch start the
 pre-rollout filter decides which prompts of the whole dataset are rolled out at all.
 
+On several ranks (``torchrun``, `agents.grpo.distributed`) each rank plays its share of the
+step's prompts, every rank then sees every group (filter, plan and metrics replicated), each
+updates on its own groups' samples with the policy sharded by FSDP2, and rank 0 writes the
+run files with every rank's rollouts; training time is the slowest rank's.
+
 The run ends after `epochs`, `max_steps` or the training-time budget `budget_s`, whichever
 comes first; held-out evaluations run at the start, every `eval.every_steps` steps, at the
 first step boundary past each multiple of `eval.every_train_s` training seconds
@@ -14,6 +19,7 @@ first step boundary past each multiple of `eval.every_train_s` training seconds
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import math
 import random
@@ -29,8 +35,9 @@ import yaml
 from agents.base import SamplingConfig
 from agents.grpo.advantages import group_advantages, is_zero_variance
 from agents.grpo.batch import Sample
-from agents.grpo.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, set_rng_state
+from agents.grpo.checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from agents.grpo.config import GRPOConfig, TrainConfig, dump_config, from_dict
+from agents.grpo.distributed import Dist
 from agents.grpo.filtering import PromptFilter
 from agents.grpo.policy import Policy
 from agents.grpo.rollouts import Rollout, ScriptedTurns, before_last_turn, play_groups
@@ -77,6 +84,7 @@ class GRPOTrainer:
         train_pool: Tasks to train on instead of `config.tasks` (e.g. hand-built tasks in tests).
         heldout_pool: Held-out tasks instead of `config.heldout`.
         progress: Show a tqdm progress bar on stderr.
+        dist: This process's rank (default: from torchrun's environment, `Dist.from_env`).
     """
 
     def __init__(
@@ -86,10 +94,12 @@ class GRPOTrainer:
         train_pool: TaskPool | None = None,
         heldout_pool: TaskPool | None = None,
         progress: bool = True,
+        dist: Dist | None = None,
     ):
         self.config = config
-        self.progress = progress
-        self.files = RunFiles(Path(config.run_dir))
+        self.dist = dist or Dist.from_env()
+        self.progress = progress and self.dist.is_main
+        self.files = RunFiles(Path(config.run_dir), write=self.dist.is_main)
         self._check_run_dir()
         mode = config.grpo.mode
         self.pool = prompts_for(train_pool or load_pool(config.tasks), mode)
@@ -98,9 +108,11 @@ class GRPOTrainer:
         self.prompt_ids = [t.task_id for t in self.pool.tasks]
         self.policy = Policy.load(config.policy)
         self.agent, self.sync = self._engine()
+        if self.dist.enabled:
+            self.policy.shard(self.dist)
         torch.manual_seed(config.seed)  # after the engine: an in-process vLLM engine reseeds torch
         random.seed(config.seed)
-        self.updater = PolicyUpdater(self.policy, config.update, temperature=config.rollout.temperature)
+        self.updater = PolicyUpdater(self.policy, config.update, temperature=config.rollout.temperature, dist=self.dist)
         self.filter = PromptFilter(config.filter)
         self.step = 0
         self.epoch = 0
@@ -124,15 +136,24 @@ class GRPOTrainer:
             differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
             if set(differ) - set(RESUMABLE_CHANGES):
                 raise RunConflict(f"{self.files.run_dir} holds a run with other settings ({', '.join(differ)})")
-        path.write_text(dump_config(self.config), encoding="utf-8")
+        self.dist.barrier()  # every rank has read it before rank 0 rewrites it
+        if self.dist.is_main:
+            path.write_text(dump_config(self.config), encoding="utf-8")
 
     def _engine(self):
         rollout, policy = self.config.rollout, self.policy
         if rollout.engine == "hf":
             from agents.hf_agent import HFAgent, HFAgentConfig
 
-            agent = HFAgent(HFAgentConfig(model=policy.path), model=policy.model, tokenizer=policy.tokenizer)
-            return agent, None
+            if not self.dist.enabled:  # the engine generates with the policy itself
+                agent = HFAgent(HFAgentConfig(model=policy.path), model=policy.model, tokenizer=policy.tokenizer)
+                return agent, None
+            # the policy will be sharded, and a rank generating alone cannot run sharded layers: a whole copy
+            from agents.grpo.weight_sync import ModuleWeightSync
+
+            engine = copy.deepcopy(policy.model)
+            agent = HFAgent(HFAgentConfig(model=policy.path), model=engine, tokenizer=policy.tokenizer)
+            return agent, ModuleWeightSync(engine)
         from agents.grpo.weight_sync import VLLMWeightSync
         from agents.vllm_agent import VLLMAgent, VLLMAgentConfig
 
@@ -157,8 +178,20 @@ class GRPOTrainer:
         if found is None:
             return
         weights, optimizer, state, rng = load_checkpoint(found)
+        if state.get("world_size", 1) != self.dist.world_size:
+            raise RunConflict(
+                f"{found} was written by a run on {state.get('world_size', 1)} rank(s); resume it on as many "
+                f"(this run has {self.dist.world_size}), or start a new run folder"
+            )
         self.policy.load_trainable_state(weights)
-        self.updater.optimizer.load_state_dict(optimizer)
+        if self.dist.enabled:
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+            options = StateDictOptions(full_state_dict=True)
+            set_optimizer_state_dict(self.policy.model, self.updater.optimizer, optimizer, options=options)
+            rng = rng[self.dist.rank]
+        else:
+            self.updater.optimizer.load_state_dict(optimizer)
         self.filter.load_state_dict(state["filter"])
         self.step, self.epoch, self.plan = state["step"], state["epoch"], list(state["plan"])
         self.epoch_counts = tuple(state["epoch_counts"])
@@ -233,34 +266,46 @@ class GRPOTrainer:
                 return True
         return False
 
+    def _play(self, pool: TaskPool, prompt_ids: list[str], group_size: int, step: int, temperature: float):
+        """Every prompt's group (this rank plays its share, every rank gets all), in `prompt_ids` order."""
+        cfg = self.config
+        mine = play_groups(
+            env_factory(pool, cfg.protocol),
+            self._rollout_agent(),
+            self.dist.deal(prompt_ids),
+            group_size=group_size,
+            seed=cfg.seed,
+            step=step,
+            sampling=self._sampling(temperature),
+            num_envs=cfg.rollout.num_envs,
+        )
+        if not self.dist.enabled:
+            return mine
+        found = {pid: group for part in self.dist.gather(mine) for pid, group in part.items()}
+        return {pid: found[pid] for pid in prompt_ids}
+
     def _train_step(self, prompt_ids: list[str]) -> dict[str, Any]:
         cfg = self.config
         start = time.perf_counter()
-        agent = self._rollout_agent()
-        groups = play_groups(
-            env_factory(self.pool, cfg.protocol),
-            agent,
-            prompt_ids,
-            group_size=cfg.grpo.group_size,
-            seed=cfg.seed,
-            step=self.step,
-            sampling=self._sampling(cfg.rollout.temperature),
-            num_envs=cfg.rollout.num_envs,
-        )
+        groups = self._play(self.pool, prompt_ids, cfg.grpo.group_size, self.step, cfg.rollout.temperature)
         rollout_s = time.perf_counter() - start
         for pid, group in groups.items():
             self.filter.observe(pid, [r.reward for r in group])
         samples, marks = select_for_update(groups, cfg.grpo)
+        mine = set(self.dist.deal(prompt_ids))
         start = time.perf_counter()
-        update = self.updater.step(samples)
+        update = self.updater.step([s for s in samples if s.group in mine] if self.dist.enabled else samples)
         update_s = time.perf_counter() - start
         start = time.perf_counter()
         if self.sync is not None:
             self.sync.push(self.policy.weights_for_sync())
         sync_s = time.perf_counter() - start
+        times, spread = self._slowest(rollout_s, update_s, sync_s)
         before_s = self.elapsed
-        self.elapsed += rollout_s + update_s + sync_s
-        record = self._metrics(groups, samples, marks, update, rollout_s, update_s, sync_s)
+        self.elapsed += sum(times)
+        record = self._metrics(groups, samples, marks, update, *times)
+        if self.dist.enabled:  # how much slower the slowest rank was than the fastest, per phase
+            record.update({f"dist/{k}_spread_s": v for k, v in zip(("rollout", "update", "sync"), spread, strict=True)})
         for pid, group in groups.items():
             for r in group:
                 advantage, used = marks[(pid, r.member)]
@@ -272,6 +317,13 @@ class GRPOTrainer:
         if self.step % cfg.save_every == 0:
             self._save()
         return record
+
+    def _slowest(self, *seconds: float) -> tuple[list[float], list[float]]:
+        """Each time of the slowest rank (so every rank adds the same training time and stops at the same
+        step), and by how much it was the slowest."""
+        every = self.dist.gather(list(seconds))
+        columns = list(zip(*every, strict=True))
+        return [max(c) for c in columns], [max(c) - min(c) for c in columns]
 
     def _metrics(self, groups, samples, marks, update, rollout_s, update_s, sync_s) -> dict[str, Any]:
         rollouts = [r for g in groups.values() for r in g]
@@ -304,6 +356,7 @@ class GRPOTrainer:
             "rollout/completion_tokens": generated_tokens,
             "update/tokens": update_tokens,
             "update/zero_adv_token_frac": zero_tokens / update_tokens if update_tokens else 0.0,
+            "dist/world_size": self.dist.world_size,
             **update,
         }
 
@@ -317,16 +370,8 @@ class GRPOTrainer:
         """Mean reward on the held-out prompts (fixed seeds, so every evaluation sees the same draws)."""
         cfg = self.config
         start = time.perf_counter()
-        groups = play_groups(
-            env_factory(self.heldout, cfg.protocol),
-            self._rollout_agent(),
-            [t.task_id for t in self.heldout.tasks],
-            group_size=cfg.eval.samples,
-            seed=cfg.seed,
-            step=-1,
-            sampling=self._sampling(cfg.eval.temperature),
-            num_envs=cfg.rollout.num_envs,
-        )
+        ids = [t.task_id for t in self.heldout.tasks]
+        groups = self._play(self.heldout, ids, cfg.eval.samples, -1, cfg.eval.temperature)
         rewards = [r.reward for g in groups.values() for r in g]
         reward = sum(rewards) / len(rewards)
         for g in groups.values():
@@ -340,7 +385,7 @@ class GRPOTrainer:
                 "episodes": len(rewards),
                 "time/train_s": self.elapsed,
                 "time/elapsed_s": self.elapsed,
-                "time/eval_s": time.perf_counter() - start,
+                "time/eval_s": self._slowest(time.perf_counter() - start)[0][0],
             }
         )
         return reward
@@ -354,14 +399,31 @@ class GRPOTrainer:
             "epoch_counts": list(self.epoch_counts),
             "filter": self.filter.state_dict(),
             "elapsed_s": self.elapsed,
+            "world_size": self.dist.world_size,
         }
-        weights = self.policy.trainable_state()
-        save_checkpoint(
-            self.files.checkpoints, self.step, weights, self.updater.optimizer, state, self.config.keep_checkpoints
-        )
+        weights = self.policy.trainable_state()  # whole tensors: gathered from every rank
+        optimizer, rng = self.updater.optimizer, None
+        if self.dist.enabled:
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+
+            options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+            optimizer = get_optimizer_state_dict(self.policy.model, self.updater.optimizer, options=options)
+            rng = self.dist.gather(rng_state())
+        if self.dist.is_main:
+            save_checkpoint(
+                self.files.checkpoints, self.step, weights, optimizer, state, self.config.keep_checkpoints, rng
+            )
+        self.dist.barrier()
 
     def _export(self) -> None:
         target = self.files.run_dir / "final_model"
+        if self.dist.enabled:
+            weights = self.policy.trainable_state()  # gathered on every rank, saved by rank 0
+            if self.dist.is_main:
+                self.policy.model.save_pretrained(target, state_dict=weights)
+                self.policy.tokenizer.save_pretrained(target)
+            self.dist.barrier()
+            return
         self.policy.model.save_pretrained(target)  # with LoRA: the adapter folder (peft)
         self.policy.tokenizer.save_pretrained(target)
 

@@ -1,4 +1,5 @@
-"""Pushing the trainer's weights into a live, in-process vLLM engine (no restart).
+"""Pushing the trainer's weights into a live rollout engine: an in-process vLLM engine (no restart), or
+a whole copy of the model that an HF engine generates with (`ModuleWeightSync`, on several ranks).
 
 The route (measured in the project's research notes): the worker's `reload_weights` takes
 HF-named tensors, re-runs vLLM's weight loading (q/k/v and gate/up fusion included) and
@@ -46,3 +47,23 @@ class VLLMWeightSync:
             head = self.worker.model_runner.model.lm_head
             head.quant_method.process_weights_after_loading(head)
         self.llm.reset_prefix_cache()
+
+
+class ModuleWeightSync:
+    """Copies weights into a torch module of the same architecture (the HF engine's own copy on a rank)."""
+
+    def __init__(self, module: torch.nn.Module):
+        self.module = module
+        self.params = dict(module.named_parameters())
+
+    def push(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Load HF-named tensors into the module's parameters; every parameter must be given."""
+        seen = set()
+        with torch.no_grad():
+            for name, tensor in weights:
+                if name not in self.params:
+                    raise ValueError(f"the engine's model has no parameter {name!r}")
+                self.params[name].copy_(tensor)
+                seen.add(name)
+        if missing := sorted(set(self.params) - seen)[:3]:
+            raise ValueError(f"weight push left parameters unset: {missing}")

@@ -1,0 +1,163 @@
+"""The trainer on N ranks with torch.distributed: who this process is, the few collectives it needs, FSDP2.
+
+Launch with ``torchrun --nproc-per-node N -m agents.grpo.cli CONFIG`` (or ``tooluse-train --nproc N``).
+`Dist.from_env` reads torchrun's ``RANK`` and ``WORLD_SIZE``; at world size 1 (a plain
+``tooluse-train``) nothing is initialised and every collective here returns its input, so one
+code path serves both. The backend is NCCL when CUDA is there, gloo otherwise.
+
+How the work is split, and why N ranks compute what one process computes:
+
+- Each prompt's whole group of rollouts is played on one rank (the step's prompts dealt
+  round-robin, `Dist.deal`), so the max-variance subset of a group is chosen where the group
+  is. Rollout seeds depend on (seed, step, prompt, member) only, never on the rank.
+- After the rollouts every rank gathers every group (`Dist.gather`), so the pre-rollout
+  filter, the epoch plan and the metrics are computed from the same data, in the same
+  order, on every rank: the skip decisions are identical everywhere.
+- The policy is sharded with FSDP2 (`shard_policy`: each decoder layer, then the rest). The
+  token-mean loss of a mini-batch is divided by its token count summed over the ranks and
+  multiplied by the world size (FSDP averages gradients over ranks), so the gradient is the
+  one-process gradient. Every rank runs the same number of micro-batches (`Dist.max`; padded
+  with zero-weight ones), because filtering and sub-sampling leave ranks with unequal work
+  and a rank that stops early would leave the others waiting in a collective.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import torch
+
+T = TypeVar("T")
+
+__all__ = ["Dist", "ShardedForward", "full_tensor", "shard_policy"]
+
+
+@dataclass(frozen=True)
+class Dist:
+    """This process's place among the ranks (rank 0 of 1 when not launched by torchrun)."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    backend: str | None = None
+
+    @classmethod
+    def from_env(cls) -> Dist:
+        """Join the process group torchrun set up (``WORLD_SIZE`` > 1), or stay alone."""
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        if world <= 1:
+            return cls()
+        import torch.distributed as dist
+
+        rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        if backend == "nccl":
+            torch.cuda.set_device(local)
+        if not dist.is_initialized():
+            dist.init_process_group(backend)
+        return cls(rank, world, local, backend)
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        """Rank 0: the one that writes the run files."""
+        return self.rank == 0
+
+    @property
+    def device(self) -> str:
+        """Where collectives' tensors live: this rank's GPU under NCCL, the CPU under gloo."""
+        return f"cuda:{self.local_rank}" if self.backend == "nccl" else "cpu"
+
+    def deal(self, items: Sequence[T]) -> list[T]:
+        """This rank's share of `items`: every `world_size`-th, from position `rank`."""
+        return list(items[self.rank :: self.world_size])
+
+    def gather(self, obj: T) -> list[T]:
+        """`obj` of every rank, in rank order."""
+        if not self.enabled:
+            return [obj]
+        import torch.distributed as dist
+
+        out: list[Any] = [None] * self.world_size
+        dist.all_gather_object(out, obj)
+        return out
+
+    def sum(self, values: Sequence[float]) -> list[float]:
+        """Element-wise sums over the ranks (float64)."""
+        return self._reduce(values, "SUM")
+
+    def max(self, value: int) -> int:
+        """The largest `value` of any rank."""
+        return self.max_each([value])[0]
+
+    def max_each(self, values: Sequence[int]) -> list[int]:
+        """Element-wise maxima over the ranks."""
+        return [int(v) for v in self._reduce(values, "MAX")]
+
+    def _reduce(self, values: Sequence[float], op: str) -> list[float]:
+        if not self.enabled:
+            return [float(v) for v in values]
+        import torch.distributed as dist
+
+        tensor = torch.tensor(list(values), dtype=torch.float64, device=self.device)
+        dist.all_reduce(tensor, op=getattr(dist.ReduceOp, op))
+        return tensor.cpu().tolist()
+
+    def barrier(self) -> None:
+        if self.enabled:
+            import torch.distributed as dist
+
+            dist.barrier()
+
+    def close(self) -> None:
+        """Leave the process group (what `from_env` joined)."""
+        if self.enabled:
+            import torch.distributed as dist
+
+            if dist.is_initialized():
+                dist.destroy_process_group()
+
+
+class ShardedForward(torch.nn.Module):
+    """The FSDP2 root over a model: ``root(fn, *args)`` runs ``fn(*args)`` with the root's parameters gathered.
+
+    The log-prob code calls the decoder and the output head separately (to project only the
+    generated positions), so it never calls the model's own ``forward``; running it as this
+    module's forward gives FSDP the hooks that gather the embedding, the final norm and the
+    head before it and reduce their gradients after the backward pass.
+    """
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+
+def shard_policy(model: torch.nn.Module, dist: Dist) -> ShardedForward:
+    """Shard `model` in place with FSDP2: each decoder layer (``_no_split_modules``), then the rest."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh("cuda" if dist.backend == "nccl" else "cpu", (dist.world_size,))
+    layer_types = set(getattr(model, "_no_split_modules", None) or ())
+    layers = [m for m in model.modules() if type(m).__name__ in layer_types]
+    if not layers:
+        raise ValueError(f"{type(model).__name__} names no decoder layer type (_no_split_modules) to shard")
+    for layer in layers:
+        fully_shard(layer, mesh=mesh)
+    root = ShardedForward(model)
+    fully_shard(root, mesh=mesh)
+    return root
+
+
+def full_tensor(tensor: torch.Tensor) -> torch.Tensor:
+    """The whole tensor of a sharded parameter (a collective: every rank calls it, in the same order)."""
+    return tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor

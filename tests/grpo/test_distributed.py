@@ -1,0 +1,112 @@
+"""GRPO on two ranks (torchrun, gloo, FSDP2) trains what one process trains, and resumes exactly.
+
+Each run is `tests/grpo/dist_worker.py`: the tiny taught model on three prompts (two ranks get
+two and one), groups of 4 of which 2 are used, the pre-rollout filter on, 3 steps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).with_name("dist_worker.py")
+
+
+def _launch(model: Path, run_dir: Path, ranks: int, *overrides: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(key, None)
+    args = [str(WORKER), str(model), str(run_dir), *overrides]
+    if ranks > 1:
+        args = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}", *args]
+    done = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    if check:
+        assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def _read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _steady(records: list[dict]) -> list[dict]:
+    """Records without what may differ between layouts: timings and the dist/* keys."""
+    out = []
+    for r in records:
+        r = {k: v for k, v in r.items() if not k.startswith(("time/", "perf/", "dist/")) and k != "duration_s"}
+        for turn in r.get("turns", []):
+            for step in turn["steps"]:
+                step.pop("latency_s")
+        out.append(r)
+    return out
+
+
+def _max_diff(a: dict, b: dict) -> float:
+    assert a.keys() == b.keys()
+    return max(float((a[k].float() - b[k].float()).abs().max()) for k in a)
+
+
+@pytest.fixture(scope="module")
+def runs(tiny_model, tmp_path_factory):
+    base = tmp_path_factory.mktemp("dist")
+    _launch(tiny_model, base / "one", 1, "max_steps=3")
+    _launch(tiny_model, base / "two", 2, "max_steps=3")
+    return base / "one", base / "two"
+
+
+def test_two_ranks_train_the_weights_one_process_trains(runs):
+    one, two = runs
+    start, a, b = (torch.load(p, weights_only=True) for p in (one / "start.pt", one / "final.pt", two / "final.pt"))
+    assert _max_diff(start, a) > 1e-4  # the weights moved: the comparison is not vacuous
+    assert _max_diff(a, b) <= 1e-5
+
+
+def test_two_ranks_write_one_process_metrics_and_rollouts(runs):
+    one, two = runs
+    m1, m2 = _read(one / "metrics.jsonl"), _read(two / "metrics.jsonl")
+    assert [m["dist/world_size"] for m in m1] == [1, 1, 1] and [m["dist/world_size"] for m in m2] == [2, 2, 2]
+    assert all("dist/update_spread_s" in m for m in m2)
+    for x, y in zip(_steady(m1), _steady(m2), strict=True):
+        assert x.keys() == y.keys()
+        for key in x:  # counts exactly; losses and norms up to the order of float sums over ranks
+            assert x[key] == pytest.approx(y[key], rel=1e-5, abs=1e-7), key
+    assert _steady(_read(one / "episodes.jsonl")) == _steady(_read(two / "episodes.jsonl"))
+
+
+def test_every_rank_ends_with_the_same_filter_and_plan(runs):
+    one, two = runs
+    states = [json.loads(p.read_text()) for p in (one / "rank_0.json", two / "rank_0.json", two / "rank_1.json")]
+    assert states[0] == states[1] == states[2]
+    assert states[0]["step"] == 3 and len(states[0]["filter"]) == 3
+
+
+def test_ranks_had_unequal_work_and_finished(runs):
+    _, two = runs
+    episodes = _read(two / "episodes.jsonl")
+    prompts = {(e["train"]["step"], e["task_id"]) for e in episodes}
+    per_step = [sum(1 for s, _ in prompts if s == step) for step in (1, 2, 3)]
+    assert per_step[0] == 3  # dealt 2 and 1: the ranks' groups, samples and micro-batches differ
+
+
+def test_a_two_rank_run_resumes_exactly(runs, tiny_model, tmp_path):
+    _, two = runs
+    _launch(tiny_model, tmp_path / "b", 2, "max_steps=2")
+    _launch(tiny_model, tmp_path / "b", 2, "max_steps=3")
+    a, b = (torch.load(p / "final.pt", weights_only=True) for p in (two, tmp_path / "b"))
+    assert _max_diff(a, b) == 0.0
+    for name in ("metrics.jsonl", "episodes.jsonl"):
+        assert _steady(_read(two / name)) == _steady(_read(tmp_path / "b" / name))
+    refused = _launch(tiny_model, tmp_path / "b", 1, "max_steps=4", check=False)
+    assert refused.returncode != 0 and "written by a run on 2 rank(s)" in refused.stderr
