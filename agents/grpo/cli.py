@@ -4,13 +4,22 @@
     tooluse-train agents/grpo/configs/cpu_curriculum.yaml run_dir=runs/c1 grpo.group_size=4 filter.enabled=false
 
 Overrides are dotted keys with YAML values. A run folder that already holds checkpoints
-is resumed from the newest one (only `epochs` and `max_steps` may differ).
+is resumed from the newest one (only `epochs`, `max_steps` and `budget_s` may differ).
+
+On N ranks (one machine; `agents.grpo.distributed`):
+
+    tooluse-train --nproc 2 agents/grpo/configs/cpu_smoke.yaml update.detach_prompt=false
+    torchrun --standalone --nproc-per-node 2 -m agents.grpo.cli agents/grpo/configs/cpu_smoke.yaml ...
+
+``--nproc`` only re-launches this command under torchrun; use torchrun itself for several
+machines (its ``--nnodes``, ``--node-rank`` and ``--rdzv-*`` flags).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -21,7 +30,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides, e.g. grpo.group_size=4")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    parser.add_argument("--nproc", type=int, default=1, help="ranks on this machine (re-launches under torchrun)")
     args = parser.parse_args(argv)
+    if args.nproc < 1:
+        parser.error("--nproc must be at least 1")
+    if args.nproc > 1 and "WORLD_SIZE" not in os.environ and not args.print_config:
+        flags = ["--no-progress"] if args.no_progress else []
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}"]
+        os.execv(sys.executable, [*command, "-m", "agents.grpo.cli", args.config, *args.overrides, *flags])
 
     from agents.grpo.config import dump_config, load_config
 
@@ -40,10 +56,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RunConflict as e:
         print(f"tooluse-train: {e}", file=sys.stderr)
         return 2
-    last = trainer.train()
-    keys = ("step", "epoch", "rollout/reward_mean", "eval/heldout_reward", "time/train_s", "stopped_by")
-    print(json.dumps({k: last[k] for k in keys if k in last}))
-    print(f"run folder: {config.run_dir}", file=sys.stderr)
+    try:
+        last = trainer.train()
+    finally:
+        trainer.agent.close()  # an in-process vLLM engine cleans up before the process group goes
+        trainer.dist.close()
+    if trainer.dist.is_main:
+        keys = ("step", "epoch", "rollout/reward_mean", "eval/heldout_reward", "time/train_s", "stopped_by")
+        print(json.dumps({k: last[k] for k in keys if k in last}))
+        print(f"run folder: {config.run_dir}", file=sys.stderr)
     return 0
 
 
