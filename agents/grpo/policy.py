@@ -68,7 +68,8 @@ class Policy:
         path = resolve_model(config.model)
         if not Path(path).exists() and Path(path.split("/")[0]).is_dir():
             raise FileNotFoundError(
-                f"model folder {path} does not exist (runs/warmstart/model is made by `make warmstart`)"
+                f"model folder {path} does not exist (runs/warmstart/model is made by `make warmstart`, "
+                "runs/check-model by `python -m agents.grpo.check_model`)"
             )
         tokenizer = AutoTokenizer.from_pretrained(path)
         if tokenizer.pad_token is None:

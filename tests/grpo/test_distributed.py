@@ -1,7 +1,8 @@
 """GRPO on two ranks (torchrun, gloo, FSDP2) trains what one process trains, and resumes exactly.
 
-Each run is `tests/grpo/dist_worker.py`: the tiny taught model on three prompts (two ranks get
-two and one), groups of 4 of which 2 are used, the pre-rollout filter on, 3 steps.
+Each run is the distributed check (`agents/grpo/configs/cpu_distributed_check.yaml`, through
+`tests/grpo/dist_worker.py`): the check model on three prompts (two ranks get two and one),
+groups of 4 of which 2 are used, the pre-rollout filter on, 3 steps.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ WORKER = Path(__file__).with_name("dist_worker.py")
 
 
 def _launch(model: Path, run_dir: Path, ranks: int, *overrides: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run the check on `ranks` ranks (one plain process for 1) into `run_dir`."""
     env = {
         **os.environ,
         "OMP_NUM_THREADS": "1",
@@ -28,7 +30,7 @@ def _launch(model: Path, run_dir: Path, ranks: int, *overrides: str, check: bool
     }
     for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(key, None)
-    args = [str(WORKER), str(model), str(run_dir), *overrides]
+    args = [str(WORKER), str(run_dir), f"policy.model={model}", *overrides]
     if ranks > 1:
         args = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}", *args]
     done = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
@@ -59,10 +61,22 @@ def _max_diff(a: dict, b: dict) -> float:
 
 
 @pytest.fixture(scope="module")
-def runs(tiny_model, tmp_path_factory):
+def check_model(tmp_path_factory):
+    from agents.grpo.check_model import build
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return build(tmp_path_factory.mktemp("check") / "model")
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def runs(check_model, tmp_path_factory):
     base = tmp_path_factory.mktemp("dist")
-    _launch(tiny_model, base / "one", 1, "max_steps=3")
-    _launch(tiny_model, base / "two", 2, "max_steps=3")
+    _launch(check_model, base / "one", 1)
+    _launch(check_model, base / "two", 2)
     return base / "one", base / "two"
 
 
@@ -71,6 +85,11 @@ def test_two_ranks_train_the_weights_one_process_trains(runs):
     start, a, b = (torch.load(p, weights_only=True) for p in (one / "start.pt", one / "final.pt", two / "final.pt"))
     assert _max_diff(start, a) > 1e-4  # the weights moved: the comparison is not vacuous
     assert _max_diff(a, b) <= 1e-5
+    exported = torch.load(two / "final.pt", weights_only=True)  # the run's own export: the same weights
+    from transformers import AutoModelForCausalLM
+
+    saved = dict(AutoModelForCausalLM.from_pretrained(two / "final_model").named_parameters())
+    assert _max_diff(exported, {k: saved[k].detach() for k in exported}) == 0.0
 
 
 def test_two_ranks_write_one_process_metrics_and_rollouts(runs):
@@ -100,13 +119,13 @@ def test_ranks_had_unequal_work_and_finished(runs):
     assert per_step[0] == 3  # dealt 2 and 1: the ranks' groups, samples and micro-batches differ
 
 
-def test_a_two_rank_run_resumes_exactly(runs, tiny_model, tmp_path):
+def test_a_two_rank_run_resumes_exactly(runs, check_model, tmp_path):
     _, two = runs
-    _launch(tiny_model, tmp_path / "b", 2, "max_steps=2")
-    _launch(tiny_model, tmp_path / "b", 2, "max_steps=3")
+    _launch(check_model, tmp_path / "b", 2, "max_steps=2")
+    _launch(check_model, tmp_path / "b", 2, "max_steps=3")
     a, b = (torch.load(p / "final.pt", weights_only=True) for p in (two, tmp_path / "b"))
     assert _max_diff(a, b) == 0.0
     for name in ("metrics.jsonl", "episodes.jsonl"):
         assert _steady(_read(two / name)) == _steady(_read(tmp_path / "b" / name))
-    refused = _launch(tiny_model, tmp_path / "b", 1, "max_steps=4", check=False)
+    refused = _launch(check_model, tmp_path / "b", 1, "max_steps=4", check=False)
     assert refused.returncode != 0 and "written by a run on 2 rank(s)" in refused.stderr
