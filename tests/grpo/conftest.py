@@ -1,19 +1,32 @@
-"""The tiny taught model, built once per session."""
+"""The models GRPO tests train: built once per session, on one thread (they are tiny)."""
 
 from __future__ import annotations
 
 import pytest
 
 
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory):
+def _built(build, folder):
     import torch
-
-    from tests.grpo.tiny import build_tiny_model
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+        return build(folder)
     finally:
         torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    """The tiny random Llama taught two MathAPI answers (`tests.grpo.tiny`)."""
+    from tests.grpo.tiny import build_tiny_model
+
+    return _built(build_tiny_model, tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture(scope="session")
+def check_model(tmp_path_factory):
+    """The distributed check's model (`agents.grpo.check_model`)."""
+    from agents.grpo.check_model import build
+
+    return _built(build, tmp_path_factory.mktemp("check") / "model")

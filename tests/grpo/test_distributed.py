@@ -61,18 +61,6 @@ def _max_diff(a: dict, b: dict) -> float:
 
 
 @pytest.fixture(scope="module")
-def check_model(tmp_path_factory):
-    from agents.grpo.check_model import build
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return build(tmp_path_factory.mktemp("check") / "model")
-    finally:
-        torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
 def runs(check_model, tmp_path_factory):
     base = tmp_path_factory.mktemp("dist")
     _launch(check_model, base / "one", 1)

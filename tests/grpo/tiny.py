@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-
 from agents.grpo.tasks import ProtocolConfig, bfcl_pool
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.task import Task
@@ -46,6 +44,7 @@ def build_tiny_model(folder: Path, target_prob: float = 0.4) -> Path:
     """Save the taught tiny model and the tokenizer to `folder`; returns it."""
     from transformers import AutoTokenizer
 
+    from agents.grpo.check_model import teach
     from tooluse_gym.models import resolve_model, tiny_llama
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))
@@ -63,20 +62,7 @@ def build_tiny_model(folder: Path, target_prob: float = 0.4) -> Path:
         p = tokenizer(prompt, add_special_tokens=False)["input_ids"]
         c = tokenizer(answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
         pairs.append((p, c))
-    embedding = model.get_input_embeddings().weight  # tied: also the output projection
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    for _ in range(100):
-        loss, probs = 0.0, []
-        for p, c in pairs:
-            hidden = model.model(torch.tensor([p + c])).last_hidden_state[0, len(p) - 1 : -1]
-            lp = torch.log_softmax(hidden @ embedding.T, -1).gather(-1, torch.tensor(c)[:, None]).sum()
-            probs.append(float(lp.detach().exp()))
-            loss = loss - lp
-        if min(probs) >= target_prob:
-            break
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+    teach(model, pairs, target_prob)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
