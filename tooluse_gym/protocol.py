@@ -39,7 +39,8 @@ class ProtocolCard:
         strict_tools: Held-out and excluded functions are refused when not offered.
         validate_args: Arguments are validated against the function schema before a call.
         max_steps_per_turn: Executing steps allowed in one turn before the episode is force-quit.
-        reward: ``terminal`` (official: 1.0 if the checker marks the episode valid).
+        reward: ``terminal`` (official: 1.0 if the checker marks the episode valid), or the
+            reward a wrapper put in its place (`CandidateActions`: ``shaped``).
         bfcl_version: Installed bfcl-eval version (data, simulators, prompt text).
         known_issues: Version of the registry of BFCL entries with known-bad ground truth
             (`tooluse_gym.tasks.known_issues`) that reports use for the clean-subset score;

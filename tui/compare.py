@@ -22,7 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Header, Static
 
 from tui.data import EpisodeStore
-from tui.episode import EpisodeHost, TranscriptView
+from tui.transcript_view import EpisodeHost, TranscriptView
 from tui.runs import CategoryRow, Comparison, Disagreement, compare, load_results, short_name
 from tui.table import Column, RowTable
 from tui.widgets import KeyBar, issue_cell

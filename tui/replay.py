@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Header, Input, Static
 
 from tui.data import SORT_COLUMNS, EpisodeFilter, EpisodeStore, select
-from tui.episode import EpisodeHost, TranscriptView
+from tui.transcript_view import EpisodeHost, TranscriptView
 from tui.runs import short_name
 from tui.table import RowTable
 from tui.widgets import EPISODE_COLUMNS, ISSUE_MARK, KeyBar, episode_cells, short_error

@@ -8,7 +8,7 @@ import time
 
 from tests.tui.conftest import drive, make_app, settle, shown, wait_for
 from tui.app import main
-from tui.episode import TranscriptView
+from tui.transcript_view import TranscriptView
 from tui.live import LiveScreen, MetricPanel
 from tui.replay import ReplayScreen
 from tui.table import RowTable

@@ -118,6 +118,8 @@ def test_protocol_card_records_the_setting_and_its_leaks():
     entry = info["protocol"]["extra"]["candidate_actions"]
     assert entry["num_candidates"] == K and entry["reward"] == "shaped"
     assert entry["comparable_to_text_agents"] is False
+    assert info["protocol"]["reward"] == env.protocol.reward == "shaped"  # the card's own reward field too
+    assert _env(reward="terminal").protocol.reward == "terminal"
     assert set(entry["leaks"]) >= {"answer_in_set", "ground_truth_values", "group_structure", "feedback"}
     assert env.protocol.fingerprint() != env.unwrapped.protocol.fingerprint()
     assert "candidate_actions" not in env.unwrapped.protocol.to_dict()["extra"]

@@ -342,9 +342,10 @@ class CandidateActions(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     @property
     def protocol(self) -> ProtocolCard:
-        """The wrapped env's card with this wrapper's entry in ``extra``."""
+        """The wrapped env's card with this wrapper's reward and its entry in ``extra``."""
         card = self.base.protocol
-        return card.replace(extra=tuple(sorted({**dict(card.extra), "candidate_actions": self.config.card()}.items())))
+        extra = tuple(sorted({**dict(card.extra), "candidate_actions": self.config.card()}.items()))
+        return card.replace(reward=self.config.reward, extra=extra)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         _, info = self.env.reset(seed=seed, options=options)
@@ -353,8 +354,8 @@ class CandidateActions(gym.Wrapper, gym.utils.RecordConstructorArgs):
         task = self.base.task
         self._progress, self._turn = 0, 0
         self._bonus = 1.0 / (sum(len(t) for t in task.ground_truth) + task.num_turns)
-        info["protocol"] = {**info["protocol"], "extra": {**info["protocol"]["extra"]}}
-        info["protocol"]["extra"]["candidate_actions"] = self.config.card()
+        extra = {**info["protocol"]["extra"], "candidate_actions": self.config.card()}
+        info["protocol"] = {**info["protocol"], "reward": self.config.reward, "extra": extra}
         return self._observe(info)
 
     def step(self, action: Any):
