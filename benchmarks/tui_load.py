@@ -33,9 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tui.app import ToolUseApp, TuiConfig  # noqa: E402
-from tui.transcript_view import TranscriptView  # noqa: E402
 from tui.runs import resolve  # noqa: E402
 from tui.table import RowTable  # noqa: E402
+from tui.transcript_view import TranscriptView  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "tui" / "data"
 

@@ -22,9 +22,9 @@ from textual.screen import Screen
 from textual.widgets import Header, Static
 
 from tui.data import EpisodeStore
-from tui.transcript_view import EpisodeHost, TranscriptView
 from tui.runs import CategoryRow, Comparison, Disagreement, compare, load_results, short_name
 from tui.table import Column, RowTable
+from tui.transcript_view import EpisodeHost, TranscriptView
 from tui.widgets import KeyBar, issue_cell
 
 DISAGREEMENT_COLUMNS = (

@@ -24,10 +24,10 @@ from textual.widgets import Header, Static
 from textual.worker import get_current_worker
 
 from tui.data import EpisodeStore, MetricsLog
-from tui.transcript_view import EpisodeHost, TranscriptView
 from tui.plots import range_line, series_line, split_bar
 from tui.runs import short_name
 from tui.table import RowTable
+from tui.transcript_view import EpisodeHost, TranscriptView
 from tui.widgets import EPISODE_COLUMNS, KeyBar, episode_cells
 
 LATEST = 50

@@ -19,9 +19,9 @@ from textual.screen import Screen
 from textual.widgets import Header, Input, Static
 
 from tui.data import SORT_COLUMNS, EpisodeFilter, EpisodeStore, select
-from tui.transcript_view import EpisodeHost, TranscriptView
 from tui.runs import short_name
 from tui.table import RowTable
+from tui.transcript_view import EpisodeHost, TranscriptView
 from tui.widgets import EPISODE_COLUMNS, ISSUE_MARK, KeyBar, episode_cells, short_error
 
 _SORTS = list(SORT_COLUMNS)

@@ -8,10 +8,10 @@ import time
 
 from tests.tui.conftest import drive, make_app, settle, shown, wait_for
 from tui.app import main
-from tui.transcript_view import TranscriptView
 from tui.live import LiveScreen, MetricPanel
 from tui.replay import ReplayScreen
 from tui.table import RowTable
+from tui.transcript_view import TranscriptView
 
 
 def _rows(app) -> list:
