@@ -2,7 +2,10 @@
 
 A checkpoint is a folder ``checkpoints/step_000042`` holding ``policy.pt``,
 ``optimizer.pt``, ``rng.pt`` and ``state.json``; it is written under a temporary name and
-renamed when complete, so a run killed mid-save leaves the previous checkpoint intact.
+renamed when complete, so a run killed mid-save leaves the previous checkpoint intact. A run
+on several ranks writes ``sharded/`` instead of the two ``.pt`` files (model and optimizer
+shards through `torch.distributed.checkpoint`, `agents.grpo.distributed.save_sharded`) and
+every rank's RNG state in ``rng.pt``.
 """
 
 from __future__ import annotations
@@ -34,34 +37,34 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save_checkpoint(
-    folder: Path,
-    step: int,
-    weights: dict[str, torch.Tensor],
-    optimizer: Any,
-    state: dict[str, Any],
-    keep: int,
-    rng: Any = None,
-) -> Path:
-    """Write the checkpoint of `step` and delete all but the newest `keep`.
-
-    `optimizer` is the optimizer or its state dict; `rng` is what to save as the RNG state
-    (default: this process's, `rng_state`; on several ranks, every rank's, in rank order).
-    """
-    folder.mkdir(parents=True, exist_ok=True)
-    final = folder / f"{PREFIX}{step:06d}"
+def scratch_folder(folder: Path, step: int) -> Path:
+    """The empty folder a checkpoint of `step` is written into before `publish` renames it."""
     tmp = folder / f".tmp-{PREFIX}{step:06d}"
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    torch.save(weights, tmp / "policy.pt")
-    torch.save(optimizer if isinstance(optimizer, dict) else optimizer.state_dict(), tmp / "optimizer.pt")
-    torch.save(rng_state() if rng is None else rng, tmp / "rng.pt")
+    tmp.mkdir(parents=True)
+    return tmp
+
+
+def publish(folder: Path, step: int, tmp: Path, state: dict[str, Any], rng: Any, keep: int) -> Path:
+    """Complete the checkpoint in `tmp` (trainer state and RNG state), rename it, delete all but the newest `keep`."""
+    torch.save(rng, tmp / "rng.pt")
     (tmp / "state.json").write_text(json.dumps({**state, "step": step}, indent=1), encoding="utf-8")
+    final = folder / f"{PREFIX}{step:06d}"
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
     for old in list_checkpoints(folder)[:-keep] if keep > 0 else []:
         shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+def save_checkpoint(
+    folder: Path, step: int, weights: dict[str, torch.Tensor], optimizer: Any, state: dict[str, Any], keep: int
+) -> Path:
+    """Write the checkpoint of `step` (one process) and delete all but the newest `keep`."""
+    tmp = scratch_folder(folder, step)
+    torch.save(weights, tmp / "policy.pt")
+    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+    return publish(folder, step, tmp, state, rng_state(), keep)
 
 
 def list_checkpoints(folder: Path) -> list[Path]:
@@ -77,10 +80,11 @@ def latest_checkpoint(folder: Path) -> Path | None:
     return found[-1] if found else None
 
 
-def load_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """Weights, optimizer state, trainer state and RNG state of a checkpoint folder."""
-    weights = torch.load(path / "policy.pt", map_location="cpu", weights_only=True)
-    optimizer = torch.load(path / "optimizer.pt", map_location="cpu", weights_only=True)
+def load_checkpoint(path: Path) -> tuple[Any, Any, dict[str, Any], Any]:
+    """Weights, optimizer state, trainer state and RNG state of a checkpoint folder (None, None for a sharded one)."""
+    sharded = (path / "sharded").is_dir()
+    weights = None if sharded else torch.load(path / "policy.pt", map_location="cpu", weights_only=True)
+    optimizer = None if sharded else torch.load(path / "optimizer.pt", map_location="cpu", weights_only=True)
     rng = torch.load(path / "rng.pt", map_location="cpu", weights_only=False)
     state = json.loads((path / "state.json").read_text(encoding="utf-8"))
     return weights, optimizer, state, rng

@@ -26,13 +26,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
 
 T = TypeVar("T")
 
-__all__ = ["Dist", "ShardedForward", "full_tensor", "shard_policy"]
+__all__ = ["Dist", "ShardedForward", "full_tensor", "load_sharded", "save_sharded", "shard_policy"]
 
 
 @dataclass(frozen=True)
@@ -161,3 +162,23 @@ def shard_policy(model: torch.nn.Module, dist: Dist) -> ShardedForward:
 def full_tensor(tensor: torch.Tensor) -> torch.Tensor:
     """The whole tensor of a sharded parameter (a collective: every rank calls it, in the same order)."""
     return tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
+
+
+def save_sharded(model: torch.nn.Module, optimizer: torch.optim.Optimizer, folder: Path) -> None:
+    """Every rank's shards of the model and optimizer into `folder` (a collective: `torch.distributed.checkpoint`)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
+    model_state, optimizer_state = get_state_dict(model, optimizer)
+    dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=str(folder))
+
+
+def load_sharded(model: torch.nn.Module, optimizer: torch.optim.Optimizer, folder: Path) -> None:
+    """Load what `save_sharded` wrote (on as many ranks) into the sharded model and optimizer."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    model_state, optimizer_state = get_state_dict(model, optimizer)
+    state = {"model": model_state, "optimizer": optimizer_state}
+    dcp.load(state, checkpoint_id=str(folder))
+    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])

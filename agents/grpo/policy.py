@@ -112,11 +112,6 @@ class Policy:
         if set(state) != expected:
             missing, extra = sorted(expected - set(state))[:3], sorted(set(state) - expected)[:3]
             raise ValueError(f"checkpoint does not match the model (missing {missing}, unexpected {extra})")
-        if self.sharded is not None:
-            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
-
-            set_model_state_dict(self.model, state, options=StateDictOptions(full_state_dict=True, strict=False))
-            return
         with torch.no_grad():
             for name, tensor in state.items():
                 params[name].copy_(tensor)

@@ -35,9 +35,17 @@ import yaml
 from agents.base import SamplingConfig
 from agents.grpo.advantages import group_advantages, is_zero_variance
 from agents.grpo.batch import Sample
-from agents.grpo.checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from agents.grpo.checkpoint import (
+    latest_checkpoint,
+    load_checkpoint,
+    publish,
+    rng_state,
+    save_checkpoint,
+    scratch_folder,
+    set_rng_state,
+)
 from agents.grpo.config import GRPOConfig, TrainConfig, dump_config, from_dict
-from agents.grpo.distributed import Dist
+from agents.grpo.distributed import Dist, load_sharded, save_sharded
 from agents.grpo.filtering import PromptFilter
 from agents.grpo.policy import Policy
 from agents.grpo.rollouts import Rollout, ScriptedTurns, before_last_turn, play_groups
@@ -183,14 +191,11 @@ class GRPOTrainer:
                 f"{found} was written by a run on {state.get('world_size', 1)} rank(s); resume it on as many "
                 f"(this run has {self.dist.world_size}), or start a new run folder"
             )
-        self.policy.load_trainable_state(weights)
         if self.dist.enabled:
-            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
-
-            options = StateDictOptions(full_state_dict=True)
-            set_optimizer_state_dict(self.policy.model, self.updater.optimizer, optimizer, options=options)
+            load_sharded(self.policy.model, self.updater.optimizer, found / "sharded")
             rng = rng[self.dist.rank]
         else:
+            self.policy.load_trainable_state(weights)
             self.updater.optimizer.load_state_dict(optimizer)
         self.filter.load_state_dict(state["filter"])
         self.step, self.epoch, self.plan = state["step"], state["epoch"], list(state["plan"])
@@ -401,18 +406,16 @@ class GRPOTrainer:
             "elapsed_s": self.elapsed,
             "world_size": self.dist.world_size,
         }
-        weights = self.policy.trainable_state()  # whole tensors: gathered from every rank
-        optimizer, rng = self.updater.optimizer, None
-        if self.dist.enabled:
-            from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
-
-            options = StateDictOptions(full_state_dict=True, cpu_offload=True)
-            optimizer = get_optimizer_state_dict(self.policy.model, self.updater.optimizer, options=options)
-            rng = self.dist.gather(rng_state())
+        folder, keep = self.files.checkpoints, self.config.keep_checkpoints
+        if not self.dist.enabled:
+            save_checkpoint(folder, self.step, self.policy.trainable_state(), self.updater.optimizer, state, keep)
+            return
+        tmp = scratch_folder(folder, self.step) if self.dist.is_main else folder / f".tmp-step_{self.step:06d}"
+        self.dist.barrier()  # the scratch folder exists before any rank writes into it
+        save_sharded(self.policy.model, self.updater.optimizer, tmp / "sharded")
+        rng = self.dist.gather(rng_state())
         if self.dist.is_main:
-            save_checkpoint(
-                self.files.checkpoints, self.step, weights, optimizer, state, self.config.keep_checkpoints, rng
-            )
+            publish(folder, self.step, tmp, state, rng, keep)
         self.dist.barrier()
 
     def _export(self) -> None:

@@ -110,6 +110,8 @@ def test_ranks_had_unequal_work_and_finished(runs):
 def test_a_two_rank_run_resumes_exactly(runs, check_model, tmp_path):
     _, two = runs
     _launch(check_model, tmp_path / "b", 2, "max_steps=2")
+    shards = tmp_path / "b" / "checkpoints" / "step_000002" / "sharded"
+    assert (shards / ".metadata").is_file() and len(list(shards.glob("*.distcp"))) == 2  # one file a rank
     _launch(check_model, tmp_path / "b", 2, "max_steps=3")
     a, b = (torch.load(p / "final.pt", weights_only=True) for p in (two, tmp_path / "b"))
     assert _max_diff(a, b) == 0.0
