@@ -43,6 +43,7 @@ class Dist:
     rank: int = 0
     world_size: int = 1
     local_rank: int = 0
+    local_world_size: int = 1
     backend: str | None = None
 
     @classmethod
@@ -54,12 +55,13 @@ class Dist:
         import torch.distributed as dist
 
         rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+        local_world = int(os.environ.get("LOCAL_WORLD_SIZE", str(world)))
         backend = "nccl" if torch.cuda.is_available() else "gloo"
         if backend == "nccl":
             torch.cuda.set_device(local)
         if not dist.is_initialized():
             dist.init_process_group(backend)
-        return cls(rank, world, local, backend)
+        return cls(rank, world, local, local_world, backend)
 
     @property
     def enabled(self) -> bool:
@@ -74,6 +76,12 @@ class Dist:
     def device(self) -> str:
         """Where collectives' tensors live: this rank's GPU under NCCL, the CPU under gloo."""
         return f"cuda:{self.local_rank}" if self.backend == "nccl" else "cpu"
+
+    def cpu_cores(self) -> str:
+        """This rank's share of the machine's cores, as a ``first-last`` range (for a CPU vLLM engine's threads)."""
+        per = max(1, (os.cpu_count() or 1) // self.local_world_size)
+        first = (self.local_rank * per) % max(1, os.cpu_count() or 1)
+        return f"{first}-{first + per - 1}"
 
     def deal(self, items: Sequence[T]) -> list[T]:
         """This rank's share of `items`: every `world_size`-th, from position `rank`."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
+import os
 import random
 import sys
 import time
@@ -164,6 +165,9 @@ class GRPOTrainer:
             return agent, ModuleWeightSync(engine)
         from agents.grpo.weight_sync import VLLMWeightSync
         from agents.vllm_agent import VLLMAgent, VLLMAgentConfig
+
+        if self.dist.enabled and not torch.cuda.is_available():  # each rank's engine on its own cores
+            os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", self.dist.cpu_cores())
 
         agent = VLLMAgent(
             VLLMAgentConfig(
