@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_each_rank_engine_matches_the_sharded_trainer_after_a_push():
+def test_each_rank_engine_matches_the_sharded_trainer_after_a_push(tmp_path):
     env = {
         **os.environ,
         "OMP_NUM_THREADS": "1",
@@ -26,10 +26,15 @@ def test_each_rank_engine_matches_the_sharded_trainer_after_a_push():
         env.pop(key, None)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
     proc = subprocess.run(
-        [*command, "-m", "tests.grpo.vllm_dist_probe"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
+        [*command, "-m", "tests.grpo.vllm_dist_probe", str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    reports = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"rank"')]
+    reports = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("rank_*.json"))]
     print(reports)  # shown with -s
     assert sorted(r["rank"] for r in reports) == [0, 1]
     for r in reports:

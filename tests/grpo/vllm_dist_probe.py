@@ -3,14 +3,16 @@
 Each rank builds an in-process vLLM engine (float32) and the policy sharded over the ranks
 (FSDP2), takes one real update on its own sample (the ranks' samples differ, the gradient is
 their sum), gathers the whole weights and pushes them into its engine, then reports the largest
-log-prob gap between engine and trainer on a prompt before and after the push. Prints one
-JSON object per rank.
+log-prob gap between engine and trainer on a prompt before and after the push, as
+``rank_R.json`` in the folder given as its argument (ranks share stdout, so lines interleave).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
+from pathlib import Path
 
 PROMPT = "<|im_start|>user\nList the files, then open notes.txt.<|im_end|>\n<|im_start|>assistant\n"
 ANSWERS = ('<tool_call>{"name": "ls", "arguments": {}}</tool_call>', "I cannot open files.")
@@ -61,7 +63,8 @@ def main() -> None:
     mine = engine_logprobs()
     every = dist.gather(mine)
     across = max(gap(every[0], other) for other in every)
-    print(json.dumps({"rank": dist.rank, "start": start, "before_push": before, "after_push": after, "across": across}))
+    report = {"rank": dist.rank, "start": start, "before_push": before, "after_push": after, "across": across}
+    (Path(sys.argv[1]) / f"rank_{dist.rank}.json").write_text(json.dumps(report))
     engine.close()  # vLLM cleans up before the process group goes
     dist.close()
 
