@@ -69,6 +69,7 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     p.add_argument("--max-tokens", type=int, default=512)
     p.add_argument("--num-envs", type=int, default=8, help="episodes played at once (the agent's batch)")
     p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
+    p.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm agent: GPUs one engine spans (GPU only)")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--force", action="store_true", help="discard what --out holds and start over")
     p.add_argument("--no-progress", action="store_true")
@@ -89,6 +90,7 @@ def _config(args: argparse.Namespace, knobs: dict) -> EvalConfig:
         sampling=SamplingConfig(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens),
         num_envs=args.num_envs,
         dtype=args.dtype,
+        tensor_parallel_size=args.tensor_parallel_size,
     )
 
 

@@ -64,6 +64,7 @@ class EvalConfig:
         sampling: Sampling settings.
         num_envs: Episodes played at once (the agent's batch size).
         dtype: Model dtype for local backends.
+        tensor_parallel_size: GPUs the vLLM engine spreads the model over (GPU only).
     """
 
     agent: str
@@ -78,6 +79,7 @@ class EvalConfig:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     num_envs: int = 8
     dtype: str = "float32"
+    tensor_parallel_size: int = 1
 
     def __post_init__(self) -> None:
         if self.agent not in AGENTS:
@@ -92,10 +94,14 @@ class EvalConfig:
                 bfcl.normalize_category(c)
         if not self.seeds:
             raise ValueError("at least one seed is needed")
+        if self.tensor_parallel_size < 1 or (self.tensor_parallel_size > 1 and self.agent != "vllm"):
+            raise ValueError(f"--tensor-parallel-size {self.tensor_parallel_size}: a vllm agent's GPU count, >= 1")
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["protocol"] = dict(self.protocol)
+        if data["tensor_parallel_size"] == 1:  # left out at its default: runs written before it existed resume
+            del data["tensor_parallel_size"]
         return json.loads(json.dumps(data))
 
     @property
@@ -141,7 +147,9 @@ def make_agent(config: EvalConfig) -> Agent:
     if config.agent == "vllm":
         from agents.vllm_agent import VLLMAgent, VLLMAgentConfig
 
-        return VLLMAgent(VLLMAgentConfig(model=config.model, dtype=config.dtype))
+        return VLLMAgent(
+            VLLMAgentConfig(model=config.model, dtype=config.dtype, tensor_parallel_size=config.tensor_parallel_size)
+        )
     from agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
 
     return OpenAIAgent(OpenAIAgentConfig(model=config.model, base_url=config.base_url))

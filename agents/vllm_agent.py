@@ -23,6 +23,8 @@ class VLLMAgentConfig:
         enforce_eager: Skip torch.compile (on a CPU it costs over a minute per start).
         cpu_kv_cache_gib: KV-cache size on a CPU (``VLLM_CPU_KVCACHE_SPACE``).
         gpu_memory_utilization: Fraction of GPU memory vLLM may take.
+        tensor_parallel_size: GPUs one engine spreads the model over (vLLM's tensor parallelism;
+            GPUs only, untested here: no GPU was lent).
         chunked_prefill: Split long prompts across engine steps. Off by default: on a CPU,
             vLLM 0.32 fails with per-request seeds once a prompt is split ("CPU Generator does
             not use offset"); with it off, a whole prompt is prefilled in one step.
@@ -42,6 +44,7 @@ class VLLMAgentConfig:
     enforce_eager: bool = True
     cpu_kv_cache_gib: int = 2
     gpu_memory_utilization: float = 0.85
+    tensor_parallel_size: int = 1
     chunked_prefill: bool = False
     prefix_caching: bool = True
     warm_prefixes: bool = True
@@ -90,6 +93,10 @@ class VLLMAgent:
             engine["max_num_batched_tokens"] = self.config.max_model_len
         if self.device == "cuda":
             engine["gpu_memory_utilization"] = self.config.gpu_memory_utilization
+        if self.config.tensor_parallel_size != 1:
+            if self.device != "cuda":
+                raise ValueError("tensor_parallel_size > 1 needs GPUs (vLLM's tensor parallelism)")
+            engine["tensor_parallel_size"] = self.config.tensor_parallel_size
         self.llm = LLM(**engine)
         self.tokenizer = self.llm.get_tokenizer()
 

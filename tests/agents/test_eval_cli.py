@@ -191,3 +191,13 @@ def test_backend_info_logs_are_hidden_unless_verbose(tmp_path, monkeypatch):
     monkeypatch.setenv("VLLM_LOGGING_LEVEL", "DEBUG")  # an explicit setting wins
     assert run("run", "--agent", "oracle", "--task-ids", "multi_turn_base_0", "--out", str(tmp_path / "d")) == 0
     assert os.environ["VLLM_LOGGING_LEVEL"] == "DEBUG"
+
+
+def test_tensor_parallel_size_is_a_vllm_setting_recorded_only_when_set():
+    from agents.evaluate import EvalConfig
+
+    assert "tensor_parallel_size" not in EvalConfig(agent="oracle").to_dict()  # older run.json files still match
+    assert EvalConfig(agent="vllm", model="m", tensor_parallel_size=4).to_dict()["tensor_parallel_size"] == 4
+    for agent, size in (("vllm", 0), ("oracle", 2)):
+        with pytest.raises(ValueError, match="tensor-parallel-size"):
+            EvalConfig(agent=agent, model="m", tensor_parallel_size=size)
