@@ -25,6 +25,8 @@ class VLLMAgentConfig:
         gpu_memory_utilization: Fraction of GPU memory vLLM may take.
         tensor_parallel_size: GPUs one engine spreads the model over (vLLM's tensor parallelism;
             GPUs only, untested here: no GPU was lent).
+        external_launcher: The engine's tensor-parallel ranks are this torchrun world's processes
+            (vLLM's ``external_launcher``: each rank runs its shard of the engine in-process).
         chunked_prefill: Split long prompts across engine steps. Off by default: on a CPU,
             vLLM 0.32 fails with per-request seeds once a prompt is split ("CPU Generator does
             not use offset"); with it off, a whole prompt is prefilled in one step.
@@ -45,6 +47,7 @@ class VLLMAgentConfig:
     cpu_kv_cache_gib: int = 2
     gpu_memory_utilization: float = 0.85
     tensor_parallel_size: int = 1
+    external_launcher: bool = False
     chunked_prefill: bool = False
     prefix_caching: bool = True
     warm_prefixes: bool = True
@@ -97,6 +100,8 @@ class VLLMAgent:
             if self.device != "cuda":
                 raise ValueError("tensor_parallel_size > 1 needs GPUs (vLLM's tensor parallelism)")
             engine["tensor_parallel_size"] = self.config.tensor_parallel_size
+        if self.config.external_launcher:
+            engine["distributed_executor_backend"] = "external_launcher"
         self.llm = LLM(**engine)
         self.tokenizer = self.llm.get_tokenizer()
 

@@ -165,6 +165,9 @@ class RolloutConfig:
         max_model_len: Engine context length.
         cpu_kv_cache_gib: Engine KV cache on a CPU.
         gpu_memory_utilization: Fraction of GPU memory the engine may take (the trainer shares the GPU).
+        tensor_parallel_size: GPUs one vLLM engine spreads the model over, on several ranks: each
+            K consecutive ranks host one engine (vLLM's ``external_launcher``) and play the same
+            prompts. GPUs only; untested here (no GPU was lent).
     """
 
     engine: str = "hf"
@@ -176,10 +179,13 @@ class RolloutConfig:
     max_model_len: int = 4096
     cpu_kv_cache_gib: int = 2
     gpu_memory_utilization: float = 0.4
+    tensor_parallel_size: int = 1
 
     def __post_init__(self) -> None:
         if self.engine not in ("hf", "vllm"):
             raise ValueError(f"engine must be 'hf' or 'vllm', got {self.engine!r}")
+        if self.tensor_parallel_size < 1 or (self.tensor_parallel_size > 1 and self.engine != "vllm"):
+            raise ValueError(f"rollout.tensor_parallel_size {self.tensor_parallel_size}: a vllm engine's GPUs, >= 1")
 
 
 @dataclass(frozen=True, kw_only=True)

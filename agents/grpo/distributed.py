@@ -83,9 +83,14 @@ class Dist:
         first = (self.local_rank * per) % max(1, os.cpu_count() or 1)
         return f"{first}-{first + per - 1}"
 
-    def deal(self, items: Sequence[T]) -> list[T]:
-        """This rank's share of `items`: every `world_size`-th, from position `rank`."""
-        return list(items[self.rank :: self.world_size])
+    def deal(self, items: Sequence[T], ranks_per_share: int = 1) -> list[T]:
+        """This rank's share of `items`: every `world_size`-th, from position `rank`.
+
+        With `ranks_per_share` K, each K consecutive ranks get the same share (they host one
+        tensor-parallel engine, which all of them must drive with the same prompts).
+        """
+        shares = max(1, self.world_size // ranks_per_share)
+        return list(items[self.rank // ranks_per_share :: shares])
 
     def gather(self, obj: T) -> list[T]:
         """`obj` of every rank, in rank order."""

@@ -168,6 +168,12 @@ class GRPOTrainer:
 
         if self.dist.enabled and not torch.cuda.is_available():  # each rank's engine on its own cores
             os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", self.dist.cpu_cores())
+        tp = rollout.tensor_parallel_size
+        if tp > 1 and (self.dist.world_size % tp or not torch.cuda.is_available()):
+            raise ValueError(
+                f"rollout.tensor_parallel_size {tp} needs GPUs and a world size that it divides "
+                f"(this run: {self.dist.world_size} rank(s)); launch with torchrun --nproc-per-node {tp} or more"
+            )
 
         agent = VLLMAgent(
             VLLMAgentConfig(
@@ -176,6 +182,8 @@ class GRPOTrainer:
                 max_model_len=rollout.max_model_len,
                 cpu_kv_cache_gib=rollout.cpu_kv_cache_gib,
                 gpu_memory_utilization=rollout.gpu_memory_utilization,
+                tensor_parallel_size=tp,
+                external_launcher=tp > 1,
                 in_process=True,
             )
         )
@@ -281,7 +289,7 @@ class GRPOTrainer:
         mine = play_groups(
             env_factory(pool, cfg.protocol),
             self._rollout_agent(),
-            self.dist.deal(prompt_ids),
+            self.dist.deal(prompt_ids, self.config.rollout.tensor_parallel_size),
             group_size=group_size,
             seed=cfg.seed,
             step=step,
@@ -301,7 +309,9 @@ class GRPOTrainer:
         for pid, group in groups.items():
             self.filter.observe(pid, [r.reward for r in group])
         samples, marks = select_for_update(groups, cfg.grpo)
-        mine = set(self.dist.deal(prompt_ids))
+        # ranks of one tensor-parallel engine share prompts; each group's samples then count once
+        # per rank in both the gradient and its token normalizer, so the token mean is unchanged
+        mine = set(self.dist.deal(prompt_ids, cfg.rollout.tensor_parallel_size))
         start = time.perf_counter()
         update = self.updater.step([s for s in samples if s.group in mine] if self.dist.enabled else samples)
         update_s = time.perf_counter() - start

@@ -90,6 +90,10 @@ def test_two_ranks_write_one_process_metrics_and_rollouts(runs):
         for key in x:  # counts exactly; losses and norms up to the order of float sums over ranks
             assert x[key] == pytest.approx(y[key], rel=1e-5, abs=1e-7), key
     assert _steady(_read(one / "episodes.jsonl")) == _steady(_read(two / "episodes.jsonl"))
+    from tui.data import MetricsLog
+
+    live = MetricsLog(two / "metrics.jsonl")  # what the TUI's live view reads
+    assert live.poll() == 3 and not live.health.describe() and len(live.series("rollout/reward_mean")) == 3
 
 
 def test_every_rank_ends_with_the_same_filter_and_plan(runs):
@@ -112,6 +116,11 @@ def test_a_two_rank_run_resumes_exactly(runs, check_model, tmp_path):
     _launch(check_model, tmp_path / "b", 2, "max_steps=2")
     shards = tmp_path / "b" / "checkpoints" / "step_000002" / "sharded"
     assert (shards / ".metadata").is_file() and len(list(shards.glob("*.distcp"))) == 2  # one file a rank
+    # what a kill during step 3 leaves behind: a metrics line and a torn episode line past the checkpoint
+    with (tmp_path / "b" / "metrics.jsonl").open("a") as f:
+        f.write(json.dumps({"step": 3, "epoch": 3}) + "\n")
+    with (tmp_path / "b" / "episodes.jsonl").open("a") as f:
+        f.write('{"task_id": "add_2_3@turn1", "train": {"st')
     _launch(check_model, tmp_path / "b", 2, "max_steps=3")
     a, b = (torch.load(p / "final.pt", weights_only=True) for p in (two, tmp_path / "b"))
     assert _max_diff(a, b) == 0.0
