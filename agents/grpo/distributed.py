@@ -84,10 +84,12 @@ class Dist:
         return f"{first}-{first + per - 1}"
 
     def deal(self, items: Sequence[T], ranks_per_share: int = 1) -> list[T]:
-        """This rank's share of `items`: every `world_size`-th, from position `rank`.
+        """This rank's share of `items`, dealt round-robin.
 
-        With `ranks_per_share` K, each K consecutive ranks get the same share (they host one
-        tensor-parallel engine, which all of them must drive with the same prompts).
+        With `ranks_per_share` K (default 1) there are ``world_size // K`` shares, and each K
+        consecutive ranks get the same one (they host one tensor-parallel engine, which all of
+        them must drive with the same prompts): share ``rank // K`` is every
+        ``world_size // K``-th item from that position.
         """
         shares = max(1, self.world_size // ranks_per_share)
         return list(items[self.rank // ranks_per_share :: shares])
