@@ -49,6 +49,17 @@ def test_binomial_standard_errors(bench):
     assert bench.gain_standard_error(0.25, 0.375, 144) == pytest.approx(0.054127, abs=1e-6)
 
 
+def test_paired_gain(bench):
+    # 4 prompts 0,0,1,1 -> 1,1,1,0 (a prompt only in one evaluation is left out): differences 1,1,0,-1,
+    # mean 0.25, squared deviations 0.5625 + 0.5625 + 0.0625 + 1.5625 = 2.75, variance 2.75 / 3,
+    # SE sqrt(0.916667 / 4) = 0.478714
+    start = {"a": 0.0, "b": 0.0, "c": 1.0, "d": 1.0, "only_start": 1.0}
+    p = bench.paired_gain(start, {"a": 1.0, "b": 1.0, "c": 1.0, "d": 0.0})
+    assert (p["prompts"], p["gained"], p["lost"]) == (4, 2, 1)
+    assert p["gain"] == 0.25 and p["paired_se"] == pytest.approx(0.478714, abs=1e-6)
+    assert bench.paired_gain({"a": 1.0}, {"a": 1.0})["paired_se"] == float("inf")
+
+
 def test_a_speedup_when_vanilla_learned(bench):
     # vanilla 36/144 -> 54/144: gain 0.125 > 2 SE = 0.108; first at 0.375 at 1800 s (final at 2410 s)
     vanilla = arm([(0, 0.25), (600, 0.3125), (1200, 0.3472), (1800, 0.375), (2410, 0.375)])
@@ -87,6 +98,13 @@ def test_no_speedup_within_two_standard_errors(bench):
         bench.compare(arm([(0, 42 / 144), (100, 54 / 144)]), arm([(0, 42 / 144), (50, 0.375)]))["speedup_to_target"]
         is None
     )
+    # the same prompts gained 12 and lost none: paired SE = sqrt(12/144 * 132/144 / 143) = 0.023112, so the
+    # gain clears 2 paired SE; the gate (unpaired) still decides, and a note says the two disagree
+    vanilla = arm([(0, 42 / 144), (100, 54 / 144)])
+    vanilla["heldout_paired"] = {"prompts": 144, "gained": 12, "lost": 0, "gain": 12 / 144, "paired_se": 0.023112}
+    c = bench.compare(vanilla, arm([(0, 42 / 144), (50, 0.375)]))
+    assert c["speedup_to_target"] is None and c["vanilla_gain_paired_se"] == 0.023112
+    assert any("paired SE of the gain (0.023: 12 prompts gained, 0 lost)" in n for n in c["notes"])
 
 
 def test_never_reached_and_not_improved(bench):
@@ -122,7 +140,8 @@ def test_arm_overrides_differ_only_in_the_two_switches(bench):
         "eval.every_steps=null",
         "eval.temperature=0.0",
         "eval.samples=1",
-        "tasks.limit=60",  # 60 of the 240 train tasks: the filter needs epochs (the benchmark's docstring)
+        "tasks.limit=null",  # the whole train split (the benchmark's docstring says why)
+        "update.lr=1e-05",
         "grpo.prompts_per_step=4",
         "heldout.limit=null",  # all held-out prompts
         "update.skip_zero_advantage=true",
@@ -179,6 +198,11 @@ def fake_arm(folder: Path, steps: list[tuple], evals: list[tuple[float, int, flo
         for t, st, rw in evals
     ]
     _write(folder / "eval.jsonl", rows)
+    # per-prompt outcomes: prompt i of 4 is solved when i < 4 * reward
+    _write(
+        folder / "eval_episodes.jsonl",
+        [{"eval_step": st, "task_id": f"p{i}", "reward": float(i < 4 * rw)} for _, st, rw in evals for i in range(4)],
+    )
 
 
 def test_the_report_from_run_folders(bench, tmp_path, monkeypatch):
@@ -234,6 +258,17 @@ def test_the_report_from_run_folders(bench, tmp_path, monkeypatch):
     assert v["time_to_target_s"] == 284.0 and e["time_to_target_s"] == 142.0
     # gain 0.5 against 2 SE = 2 * sqrt((0.1875 + 0.1875) / 4) = 0.612: no speed-up over 4 prompts
     assert report["speedup_to_target"] is None and report["checks"]["vanilla_gain_over_2se"] is False
+    # paired: p1, p2 gained, differences 0,1,1,0: SE sqrt((4 * 0.25 / 3) / 4) = 0.288675; 2 SE = 0.577 > 0.5,
+    # the same verdict as the unpaired gate, so no note
+    assert v["heldout_paired"] == {
+        "prompts": 4,
+        "gained": 2,
+        "lost": 0,
+        "gain": 0.5,
+        "paired_se": pytest.approx(0.288675),
+    }
+    assert report["vanilla_gain_paired_se"] == pytest.approx(0.288675)
+    assert not any("paired SE" in n for n in report["notes"])
     assert v["curve"][1] == {"train_s": 182.0, "step": 2, "reward": 0.5}
     assert v["train_s"] == 284.0 and v["time_split_s"] == {"rollout": 165, "update": 115, "sync": 4}
     assert e["time_split_s"] == {"rollout": 180, "update": 60, "sync": 4} and e["train_s"] == 244.0
