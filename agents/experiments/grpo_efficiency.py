@@ -22,7 +22,7 @@ it (``time/train_s``); evaluations are not in it.
 Why the whole split and lr 1e-5 (decided before this setting's first full run): the first full run (60
 tasks, lr 5e-5) lost held-out reward (0.306 -> 0.236) while its train reward rose, i.e. it fitted its 72
 prompts; a probe of vanilla on the whole split at lr 1e-5 moved held-out 0.306 -> 0.347 in 926 s. The
-cost: at ~46 s a step and 4 prompts a step, a 1,800 s budget is ~40 steps, fewer than the 72 steps of
+cost: at 46-57 s a step and 4 prompts a step, a 1,800 s budget is 32-40 steps, fewer than the 72 of
 one epoch, and the filter decides at each epoch's start from the previous epoch's groups, so in this
 budget it never acts; the efficient arm then measures max-variance sub-sampling alone (the report's
 ``prompts_per_epoch`` shows it). ``--train-limit 60`` is the earlier setting in which the filter acts.
