@@ -338,6 +338,11 @@ def compare(vanilla: dict[str, Any], efficient: dict[str, Any]) -> dict[str, Any
     }
 
 
+def _shown(path: Path) -> str:
+    """A path as the report records it: relative to the checkout when inside it (no machine's folders)."""
+    return str(path.relative_to(ROOT)) if path.is_absolute() and path.is_relative_to(ROOT) else str(path)
+
+
 def build_report(runs: dict[str, dict[str, Any]], args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
     """The JSON report: the comparison's keys, the experiment's size, both arms, the settings."""
     comparison = compare(runs["vanilla"], runs["efficient"])
@@ -354,7 +359,7 @@ def build_report(runs: dict[str, dict[str, Any]], args: argparse.Namespace, **ex
         },
         "vanilla": runs["vanilla"],
         "efficient": runs["efficient"],
-        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "settings": {k: (_shown(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         **extra,
     }
 

@@ -279,6 +279,9 @@ def test_the_report_from_run_folders(bench, tmp_path, monkeypatch):
     assert (e["rollouts_generated"], e["rollouts_used"]) == (32, 16)
     assert e["eval_s"] == 27.0
     assert report["weakstart"]["summary"] == {"steps": 8}
+    # paths inside the checkout are recorded relative to it, others as given
+    assert report["settings"]["config"] == "agents/grpo/configs/cpu_curriculum.yaml"
+    assert report["settings"]["json"] == str(report_path)
     assert not (tmp_path / "docs").exists()  # no plot unless asked
     plot = tmp_path / "plot.png"
     bench.main(["--out", str(out), "--json", str(report_path), "--plot", str(plot)])
