@@ -140,7 +140,7 @@ def test_arm_overrides_differ_only_in_the_two_switches(bench):
         "eval.every_steps=null",
         "eval.temperature=0.0",
         "eval.samples=1",
-        "tasks.limit=60",  # the whole train split (the benchmark's docstring says why)
+        "tasks.limit=60",  # 72 prompts: the filter acts from epoch 2 (the benchmark's docstring says why)
         "update.lr=1e-05",
         "grpo.prompts_per_step=4",
         "heldout.limit=null",  # all held-out prompts
