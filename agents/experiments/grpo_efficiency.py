@@ -37,7 +37,7 @@ of update tokens with zero advantage, the rollout/update/sync split, prompts ski
 rollouts generated vs used. A speed-up is reported only when vanilla's held-out gain (final minus start)
 exceeds twice its standard error: a target that evaluation noise alone could reach measures nothing.
 
-    python benchmarks/grpo_efficiency.py --out runs/grpo-efficiency --plot     # ~1.8 h on 2 cores
+    python benchmarks/grpo_efficiency.py --out runs/grpo-efficiency --plot     # ~2.1 h on 2 cores
     python benchmarks/grpo_efficiency.py --short --out /tmp/grpo-eff-short     # a few minutes: proves it works
 
 The plot (held-out reward vs training time, both arms, the target line; the time split) is written
