@@ -1,4 +1,4 @@
-"""OpenAIAgent against a real vLLM OpenAI-compatible server (SmolLM2 on the CPU) started on loopback."""
+"""OpenAIAgent against a real vLLM OpenAI-compatible server (SmolLM2 on the CPU), started by `tooluse-serve`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,8 @@ from agents.base import SamplingConfig
 from agents.evaluate import EvalConfig, run_eval
 from agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
 from tests.agents.test_hf_agent import TASKS, _episodes
-from tooluse_gym.models import resolve_model
+
+pytestmark = pytest.mark.slow  # a server start (~30-90 s on 2 cores) and ~6k-token prefills
 
 
 def _free_port() -> int:
@@ -26,41 +28,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _serve_command() -> list[str]:
+    script = Path(sys.executable).with_name("tooluse-serve")  # the console script, as a user runs it
+    return [str(script)] if script.exists() else [sys.executable, "-m", "agents.serve"]
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
+    """`tooluse-serve smollm2-135m` on a free loopback port, with its CPU defaults (a 1 GiB KV cache: shared CPU)."""
     port = _free_port()
     log = tmp_path_factory.mktemp("vllm-server") / "server.log"
-    env = {
-        **os.environ,
-        "VLLM_CPU_KVCACHE_SPACE": "1",
-        "VLLM_NO_USAGE_STATS": "1",
-        "HF_HUB_OFFLINE": "1",
-        "VLLM_CPU_OMP_THREADS_BIND": f"0-{(os.cpu_count() or 1) - 1}",
-    }
-    command = [
-        sys.executable,
-        "-m",
-        "vllm.entrypoints.openai.api_server",
-        "--model",
-        resolve_model("smollm2-135m"),
-        "--served-model-name",
-        "smollm2",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--dtype",
-        "float32",
-        "--max-model-len",
-        "4096",
-        "--max-num-batched-tokens",
-        "4096",
-        "--no-enable-chunked-prefill",
-        "--enforce-eager",
-        "--enable-auto-tool-choice",
-        "--tool-call-parser",
-        "hermes",
-    ]
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}  # an explicit setting wins over the free-memory default
+    command = [*_serve_command(), "smollm2-135m", "--served-model-name", "smollm2", "--port", str(port)]
     with log.open("w") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
@@ -68,15 +47,15 @@ def server(tmp_path_factory):
     try:
         while True:
             if process.poll() is not None:
-                pytest.fail(f"vLLM server exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+                pytest.fail(f"tooluse-serve exited with {process.returncode}:\n{log.read_text()[-3000:]}")
             try:
-                with urllib.request.urlopen(url + "/health", timeout=2) as response:
+                with urllib.request.urlopen(url + "/v1/models", timeout=2) as response:
                     if response.status == 200:
                         break
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"vLLM server not healthy after 300 s:\n{log.read_text()[-3000:]}")
+                pytest.fail(f"tooluse-serve not ready after 300 s:\n{log.read_text()[-3000:]}")
             time.sleep(2)
         yield url + "/v1"
     finally:
@@ -85,6 +64,31 @@ def server(tmp_path_factory):
             process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_serves_the_model_under_its_name(server):
+    with urllib.request.urlopen(server + "/models", timeout=10) as response:
+        models = json.load(response)["data"]
+    assert [m["id"] for m in models] == ["smollm2"]
+
+
+def test_seeded_episode_with_a_long_prompt(server, tmp_path):
+    """BFCL prompts (~6k tokens) with per-request seeds: the request that chunked prefill crashes on a CPU."""
+    agent = OpenAIAgent(OpenAIAgentConfig(model="smollm2", base_url=server, timeout_s=300, max_attempts=1))
+    config = EvalConfig(
+        agent="openai",
+        model="smollm2",
+        base_url=server,
+        task_ids=("multi_turn_base_0",),
+        seeds=(0,),
+        sampling=SamplingConfig(temperature=0.7, max_tokens=16),
+        protocol={"system_prompt": "strong", "tool_format": "json"},
+    )
+    results = run_eval(config, tmp_path / "run", agent=agent, progress=False)
+    assert results["summary"]["agent_errors"] == {}
+    (record,) = _episodes(tmp_path / "run" / "episodes.jsonl")
+    steps = [s for t in record["turns"] for s in t["steps"]]
+    assert steps[0]["prompt_tokens"] > 2048  # longer than vLLM's default token budget: it would be chunked
 
 
 def test_real_server_episodes(server, tmp_path):
