@@ -23,6 +23,7 @@ from agents.evaluate import (
     run_eval,
     run_sweep,
 )
+from agents.results import failure_banner, run_failed
 from tooluse_gym.envs.knobs import CHOICES, Knobs
 from tooluse_gym.tasks.bfcl import CATEGORIES
 
@@ -117,12 +118,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             knobs = {k: getattr(args, k) for k in (*_KNOBS, "system_prompt", "decoder") if getattr(args, k)}
             results = run_eval(_config(args, knobs), args.out, force=args.force, progress=not args.no_progress)
+            banner = failure_banner(results["summary"])
+            if banner:  # above the table: a dead endpoint must not read as a score of 0
+                print(banner + "\n")
             print(results_table(results))
             print(
                 f"\nresults: {args.out / 'results.json'}   report: {args.out / 'report.md'}   "
                 f"episodes: {args.out / 'episodes.jsonl'}   protocol {results['fingerprint']}"
             )
             print(f"open the episodes in the TUI: tooluse-tui {args.out}")
+            if run_failed(results["summary"]):
+                return 1
         elif args.command == "sweep":
             grid = {k: getattr(args, k) for k in (*_KNOBS, "system_prompt", "decoder") if getattr(args, k)}
             data = run_sweep(_config(args, {}), grid, args.out, force=args.force, progress=not args.no_progress)

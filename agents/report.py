@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agents.results import clean_caption, format_clean_table, format_table
+from agents.results import clean_caption, failure_banner, format_clean_table, format_table
 
 
 def _pyplot() -> Any:
@@ -50,9 +50,11 @@ def write_run_report(
     accuracy_figure(summary, out / "accuracy.png", f"{agent.get('name')} {agent.get('model', '')}".strip())
     card = {k: v for k, v in protocol.items() if k != "seed"}
     errors = {**summary["agent_errors"]}
+    banner = failure_banner(summary)
     lines = [
         f"# Evaluation: {agent.get('name')} {agent.get('model', '')}".rstrip(),
         "",
+        *([f"**{banner}**", ""] if banner else []),
         f"{summary['episodes']} episodes, seeds {summary['seeds']}. Accuracy in %, overall = unweighted mean of the "
         "categories; 95% CI is Student's t across seeds.",
         "",

@@ -217,6 +217,47 @@ def format_table(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+_ERROR_HINTS = {
+    "connection_error": "the endpoint did not answer (is a server up at --base-url? `tooluse-serve MODEL` starts one)",
+    "timeout": "the endpoint did not answer in time",
+    "rate_limited": "the endpoint refused the requests (rate limit)",
+    "server_error": "the endpoint failed (5xx)",
+    "bad_request": "the endpoint rejected the requests (400: the served model name? a prompt too long?)",
+    "api_error": "the endpoint rejected the requests",
+    "context_length_exceeded": "the prompts are longer than the model's context",
+}
+
+
+def failure_banner(summary: Mapping[str, Any]) -> str | None:
+    """A line that says a run failed (every episode ended in an agent error) or how many episodes did; None if none.
+
+    Such episodes score 0 in the tables: without this line a dead endpoint reads as a model that scores 0.
+    """
+    errors = Counter(summary.get("agent_errors") or {})
+    failed, total = sum(errors.values()), summary.get("episodes", 0)
+    if not failed:
+        return None
+    counts = ", ".join(f"{kind}: {n}" for kind, n in errors.most_common())
+    kind = errors.most_common(1)[0][0]
+    hint = _ERROR_HINTS.get(kind, "see each episode's error in episodes.jsonl")
+    if run_failed(summary):
+        return (
+            f"ERROR: {f'all {total} episodes' if total > 1 else 'the only episode'} ended in an agent error "
+            f"({counts}): {hint}. "
+            "The run failed; this is not a score of 0."
+        )
+    return (
+        f"WARNING: {failed} of {total} episodes ended in an agent error ({counts}): {hint}. "
+        "They count as 0 in the table below."
+    )
+
+
+def run_failed(summary: Mapping[str, Any]) -> bool:
+    """Every episode of the run ended in an agent error (none was scored by the model's answers)."""
+    episodes = summary.get("episodes", 0)
+    return episodes > 0 and sum((summary.get("agent_errors") or {}).values()) >= episodes
+
+
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}"
 

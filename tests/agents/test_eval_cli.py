@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 
 import pytest
 
@@ -201,3 +202,24 @@ def test_tensor_parallel_size_is_a_vllm_setting_recorded_only_when_set():
     for agent, size in (("vllm", 0), ("oracle", 2)):
         with pytest.raises(ValueError, match="tensor-parallel-size"):
             EvalConfig(agent=agent, model="m", tensor_parallel_size=size)
+
+
+def test_a_run_whose_every_episode_failed_says_so_above_the_table(tmp_path, capsys, monkeypatch):
+    from agents import evaluate
+    from agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
+
+    def one_attempt(config):
+        return OpenAIAgent(OpenAIAgentConfig(model=config.model, base_url=config.base_url, max_attempts=1))
+
+    monkeypatch.setattr(evaluate, "make_agent", one_attempt)
+    out = tmp_path / "dead"
+    with socket.socket() as closed:  # bound, never listening: every connection is refused
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+        tasks = ("--task-ids", "multi_turn_base_0", "multi_turn_base_1")
+        code = run("run", "--agent", "openai", "--model", "m", "--base-url", url, *tasks, "--out", str(out))
+    printed = capsys.readouterr().out
+    banner = "ERROR: all 2 episodes ended in an agent error (connection_error: 2): the endpoint did not answer"
+    assert code == 1 and banner in printed and printed.index(banner) < printed.index("| category |")
+    assert "The run failed; this is not a score of 0." in printed
+    assert banner in (out / "report.md").read_text()

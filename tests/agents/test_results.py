@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from agents.results import format_table, spread, summarize
+from agents.results import failure_banner, format_table, run_failed, spread, summarize
 
 
 def ep(category, seed, reward, error=None, checker_error=None, task_id="t0"):
@@ -160,3 +160,15 @@ def test_compare_results_by_hand():
     assert c.registry_version == registry.version
     without = compare_results((summarize(a), summarize(b)), (a, b))
     assert without.clean == () and without.registry_version is None and without.disagreements[1].known_issue is None
+
+
+def test_failure_banner_says_a_run_failed_or_how_many_episodes_did():
+    ok = summarize([ep("base", 0, 1.0), ep("base", 0, 0.0, checker_error="multi_turn:empty_turn_model_response")])
+    assert failure_banner(ok) is None and not run_failed(ok)
+    some = summarize([ep("base", 0, 1.0), ep("base", 1, 0.0, error="timeout"), ep("base", 2, 0.0, error="timeout")])
+    assert failure_banner(some).startswith("WARNING: 2 of 3 episodes ended in an agent error (timeout: 2): ")
+    assert not run_failed(some)
+    dead = summarize([ep("base", 0, 0.0, error="connection_error"), ep("base", 1, 0.0, error="agent_exception")] * 2)
+    banner = failure_banner(dead)
+    assert banner.startswith("ERROR: all 4 episodes ended in an agent error (connection_error: 2, agent_exception: 2)")
+    assert banner.endswith("The run failed; this is not a score of 0.") and run_failed(dead)
