@@ -9,7 +9,7 @@ with `error` set, never raised: the rollout loop records it on the episode.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -111,6 +111,25 @@ class Agent(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class StreamingAgent(Agent, Protocol):
+    """An agent that also takes requests one by one and hands each generation back as it finishes.
+
+    The rollout loop's ``async`` schedule uses it: an episode's next request is submitted the moment
+    its previous generation comes back, and the backend (vLLM's continuous batching, a thread per
+    request for an endpoint) batches whatever is in flight. Keys are the caller's; every submitted
+    key comes back exactly once from `collect`.
+    """
+
+    def submit(self, items: Sequence[tuple[Hashable, AgentRequest]], sampling: SamplingConfig) -> None:
+        """Start generating for each ``(key, request)``."""
+        ...
+
+    def collect(self) -> list[tuple[Hashable, Generation]]:
+        """Block until at least one submitted request is done; return every one that is (nothing in flight: [])."""
+        ...
 
 
 def request_seed(run_seed: int, task_id: str, turn: int, step: int) -> int:

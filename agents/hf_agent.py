@@ -17,7 +17,8 @@ class HFAgentConfig:
 
     Attributes:
         model: A local folder, a hub id already in the local cache, or ``smollm2-135m``.
-        dtype: ``float32`` (exact, reproducible) or ``bfloat16`` (faster on recent CPUs and GPUs).
+        dtype: ``float32`` (exact, reproducible), ``bfloat16`` (faster on GPUs and AMX CPUs), or
+            ``auto`` (`agents.dtypes`: bfloat16 where the hardware has native bf16, else float32).
         device: ``cpu``, ``cuda`` or ``auto``.
         max_context: Prompt plus completion tokens allowed; longer prompts are refused
             (``context_length_exceeded``). Default: the model's ``max_position_embeddings``.
@@ -70,7 +71,10 @@ class HFAgent:
         device = (
             ("cuda" if torch.cuda.is_available() else "cpu") if self.config.device == "auto" else self.config.device
         )
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, self.config.dtype)).to(device)
+        from agents.dtypes import resolve_dtype
+
+        self.dtype = resolve_dtype(self.config.dtype, device)
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, self.dtype)).to(device)
         self.model.eval()
         self.device = device
         self.max_context = self.config.max_context or int(getattr(self.model.config, "max_position_embeddings", 4096))
@@ -81,10 +85,11 @@ class HFAgent:
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.device = str(next(model.parameters()).device)
+        self.dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
         self.max_context = self.config.max_context or int(getattr(model.config, "max_position_embeddings", 4096))
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, **asdict(self.config), "device": self.device}
+        return {"name": self.name, **asdict(self.config), "dtype": self.dtype, "device": self.device}
 
     def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
         torch = self._torch

@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Hashable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from agents.base import AgentError, AgentRequest, Generation, SamplingConfig
 from tooluse_gym.errors import DependencyNotInstalled
 
+_MAX_THREADS = 256  # the pool's size when `concurrency` is None; the rollout loop keeps num_envs in flight
 _HINT = 'OpenAIAgent needs openai and tenacity: pip install "tooluse-gym[openai]"'
 
 
@@ -28,7 +29,8 @@ class OpenAIAgentConfig:
         max_attempts: Attempts per request (retries on 429, 5xx, timeouts and connection errors).
         backoff_s: First backoff; it grows exponentially with full jitter up to `backoff_max_s`.
         backoff_max_s: Longest single wait.
-        concurrency: Requests of a batch sent at once.
+        concurrency: Most requests in flight at once (None: as many as the rollout loop has,
+            i.e. its ``num_envs``, one per episode).
     """
 
     model: str
@@ -38,7 +40,7 @@ class OpenAIAgentConfig:
     max_attempts: int = 5
     backoff_s: float = 0.5
     backoff_max_s: float = 20.0
-    concurrency: int = 8
+    concurrency: int | None = None
 
 
 class OpenAIAgent:
@@ -59,6 +61,8 @@ class OpenAIAgent:
         except ImportError as e:
             raise DependencyNotInstalled(_HINT) from e
         self._openai = openai
+        self._pool: ThreadPoolExecutor | None = None
+        self._futures: dict[Future, Hashable] = {}
         self.client = openai.OpenAI(
             base_url=config.base_url,
             api_key=os.environ.get(config.api_key_env) or "EMPTY",
@@ -82,8 +86,23 @@ class OpenAIAgent:
         return {"name": self.name, **asdict(self.config)}
 
     def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
-        with ThreadPoolExecutor(max_workers=max(1, min(self.config.concurrency, len(requests)))) as pool:
+        workers = max(1, min(self.config.concurrency or len(requests), len(requests)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(lambda r: self._one(r, sampling), requests))
+
+    def submit(self, items: Sequence[tuple[Hashable, AgentRequest]], sampling: SamplingConfig) -> None:
+        """Send each request from a worker thread (one per request in flight, up to `concurrency`)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.config.concurrency or _MAX_THREADS)
+        for key, request in items:
+            self._futures[self._pool.submit(self._one, request, sampling)] = key
+
+    def collect(self) -> list[tuple[Hashable, Generation]]:
+        """Wait for at least one request in flight; returns every finished one."""
+        if not self._futures:
+            return []
+        finished, _ = wait(self._futures, return_when=FIRST_COMPLETED)
+        return [(self._futures.pop(f), f.result()) for f in finished]
 
     def _one(self, request: AgentRequest, sampling: SamplingConfig) -> Generation:
         obs = request.observation
@@ -118,6 +137,9 @@ class OpenAIAgent:
         return AgentError(kind, f"{type(e).__name__}: {str(e)[:500]}")
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
         self.client.close()
 
 

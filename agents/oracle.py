@@ -8,7 +8,7 @@ parity tests and smoke runs, not a model.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -24,8 +24,19 @@ class OracleAgent:
 
     name = "oracle"
 
+    def __init__(self) -> None:
+        self._done: list[tuple[Hashable, Generation]] = []
+
     def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig | None = None) -> list[Generation]:
         return [Generation(text=self.message(r)) for r in requests]
+
+    def submit(self, items: Sequence[tuple[Hashable, AgentRequest]], sampling: SamplingConfig | None = None) -> None:
+        """Answer each request at once (`collect` hands them back)."""
+        self._done.extend((key, Generation(text=self.message(r))) for key, r in items)
+
+    def collect(self) -> list[tuple[Hashable, Generation]]:
+        done, self._done = self._done, []
+        return done
 
     def message(self, request: AgentRequest) -> str:
         if request.task is None:

@@ -1,9 +1,20 @@
-"""The one rollout loop: many environments at once, one batched agent call per step.
+"""The one rollout loop: many environments at once, scheduled per episode or in lockstep.
 
-Used by evaluation and training. At every step the observations of all active episodes go
-to the agent in one batch; an episode that ends is handed out (its record, and the
-generation of each of its steps, with the token ids the engine saw and sampled) and its env
-takes the next job, until the job list is done.
+Used by evaluation and training. Up to `num_envs` episodes are in play; an episode that ends
+is handed out (its record, and the generation of each of its steps, with the token ids the
+engine saw and sampled) and its env takes the next job, until the job list is done.
+
+Two schedules, the same episodes (every request samples with its own positional seed):
+
+* ``async``: each episode's next request goes to the agent the moment its previous
+  generation comes back, and the backend batches whatever is in flight (vLLM's continuous
+  batching; one thread per request for an endpoint). No step waits for the slowest request
+  of a batch. Needs a `StreamingAgent` (vLLM, OpenAI-compatible, the oracle).
+* ``lockstep``: at every step the observations of all active episodes go to the agent in
+  one batch, and the next step waits for the whole batch. The HF backend runs only this way
+  (it seeds a batch as a whole, so its batches must not depend on timing).
+
+``auto`` (the default) is ``async`` where the agent streams, else ``lockstep``.
 """
 
 from __future__ import annotations
@@ -16,8 +27,25 @@ from typing import Any
 
 import gymnasium as gym
 
-from agents.base import Agent, AgentError, AgentRequest, Generation, SamplingConfig, request_seed
+from agents.base import Agent, AgentError, AgentRequest, Generation, SamplingConfig, StreamingAgent, request_seed
 from agents.episode import StepCost, episode_record
+
+SCHEDULES = ("auto", "async", "lockstep")
+
+
+def resolve_schedule(schedule: str, agent: Agent) -> str:
+    """The schedule a run uses: ``async`` or ``lockstep`` (``auto``: async where the agent streams)."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+    streams = isinstance(agent, StreamingAgent) and getattr(agent, "can_stream", True)
+    if schedule == "async" and not streams:
+        raise ValueError(
+            f"the {agent.name} agent cannot schedule per episode (it generates whole batches only); "
+            "use schedule lockstep or auto"
+        )
+    if schedule == "auto":
+        return "async" if streams else "lockstep"
+    return schedule
 
 
 @dataclass(frozen=True)
@@ -71,6 +99,7 @@ def run_rollouts(
     *,
     sampling: SamplingConfig,
     num_envs: int = 8,
+    schedule: str = "auto",
     on_episode: Callable[[Episode], None] | None = None,
     on_batch: Callable[[Sequence[Generation]], None] | None = None,
 ) -> list[Episode]:
@@ -78,15 +107,18 @@ def run_rollouts(
 
     Args:
         make_env: Builds one env (all envs of a run share the protocol).
-        agent: Generates a batch of messages per call.
+        agent: Generates the messages.
         jobs: Episodes to play.
         sampling: Sampling settings for every call.
-        num_envs: Episodes played at once (the largest agent batch).
+        num_envs: Episodes played at once (the most requests in flight, the largest agent batch).
+        schedule: ``auto`` | ``async`` | ``lockstep`` (module docstring); it never changes a verdict.
         on_episode: Called with each episode as it ends (e.g. to append its record to a file).
-        on_batch: Called with each batch of generations (e.g. to update a progress bar).
+        on_batch: Called with generations as they come back (a lockstep batch, or those an async
+            poll returned; e.g. to update a progress bar).
     """
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    use_async = resolve_schedule(schedule, agent) == "async"
     queue = deque(jobs)
     slots = [_Slot(make_env()) for _ in range(min(num_envs, len(queue)))]
     episodes: list[Episode] = []
@@ -121,17 +153,64 @@ def run_rollouts(
     for slot in slots:
         start(slot)
     try:
-        while active := [s for s in slots if s.job is not None]:
-            requests = [request_for(s.env, s.observation, s.job.seed) for s in active]
-            generations = _generate(agent, requests, sampling)
-            if on_batch is not None:
-                on_batch(generations)
-            for slot, generation in zip(active, generations, strict=True):
-                _advance(slot, generation, finish)
+        if use_async:
+            _play_async(slots, agent, sampling, finish, on_batch)
+        else:
+            _play_lockstep(slots, agent, sampling, finish, on_batch)
     finally:
         for slot in slots:
             slot.env.close()
     return episodes
+
+
+def _play_lockstep(slots, agent, sampling, finish, on_batch) -> None:
+    while active := [s for s in slots if s.job is not None]:
+        requests = [request_for(s.env, s.observation, s.job.seed) for s in active]
+        generations = _generate(agent, requests, sampling)
+        if on_batch is not None:
+            on_batch(generations)
+        for slot, generation in zip(active, generations, strict=True):
+            _advance(slot, generation, finish)
+
+
+def _play_async(slots: list[_Slot], agent: StreamingAgent, sampling, finish, on_batch) -> None:
+    """Each slot has at most one request in flight; a finished one is stepped and its next one submitted."""
+    in_flight: dict[int, _Slot] = {}
+
+    def submit(ready: list[_Slot]) -> None:
+        while ready:
+            items = [(id(s), request_for(s.env, s.observation, s.job.seed)) for s in ready]
+            try:
+                agent.submit(items, sampling)
+            except Exception as e:  # a backend that raises fails these requests as data, as in lockstep
+                error = AgentError("agent_exception", f"{type(e).__name__}: {e}")
+                for slot in ready:
+                    _advance(slot, Generation(error=error), finish)
+                ready = [s for s in ready if s.job is not None]  # their next jobs
+                continue
+            in_flight.update((id(s), s) for s in ready)
+            return
+
+    submit([s for s in slots if s.job is not None])
+    while in_flight:
+        try:
+            done = agent.collect()
+        except Exception as e:
+            error = AgentError("agent_exception", f"{type(e).__name__}: {e}")
+            done = [(key, Generation(error=error)) for key in list(in_flight)]
+        if not done:
+            error = AgentError("agent_exception", f"agent returned nothing for {len(in_flight)} requests in flight")
+            done = [(key, Generation(error=error)) for key in list(in_flight)]
+        if on_batch is not None:
+            on_batch([g for _, g in done])
+        ready = []
+        for key, generation in done:
+            slot = in_flight.pop(key)
+            _advance(slot, generation, finish)
+            if slot.job is not None:
+                ready.append(slot)
+        if ready:
+            submit(ready)
 
 
 def _generate(agent: Agent, requests: list[AgentRequest], sampling: SamplingConfig) -> list[Generation]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -18,7 +19,9 @@ class VLLMAgentConfig:
 
     Attributes:
         model: A local folder, a hub id already in the local cache, or ``smollm2-135m``.
-        dtype: ``bfloat16`` (fast) or ``float32`` (matches transformers to ~3e-5 in logprobs).
+        dtype: ``auto`` (`agents.dtypes`: bfloat16 on a GPU or a CPU with native bf16 matmuls, else
+            float32), ``bfloat16`` or ``float32`` (matches transformers to ~3e-5 in logprobs, and
+            its results do not depend on which requests share an engine step).
         max_model_len: Context length; longer prompts are refused (``context_length_exceeded``).
         enforce_eager: Skip torch.compile (on a CPU it costs over a minute per start).
         cpu_kv_cache_gib: KV-cache size on a CPU (``VLLM_CPU_KVCACHE_SPACE``).
@@ -41,7 +44,7 @@ class VLLMAgentConfig:
     """
 
     model: str = "smollm2-135m"
-    dtype: str = "bfloat16"
+    dtype: str = "auto"
     max_model_len: int = 8192
     enforce_eager: bool = True
     cpu_kv_cache_gib: int = 2
@@ -55,8 +58,13 @@ class VLLMAgentConfig:
 
 
 class VLLMAgent:
-    """Generates a batch with one `LLM.generate` call; every request samples with its own seed,
-    so results do not depend on which requests share a batch.
+    """vLLM's engine, driven step by step (``add_request`` / ``step``, as `LLM.generate` does inside).
+
+    `generate` runs a lockstep batch; `submit` / `collect` stream requests one by one, so the
+    rollout loop queues an episode's next request the moment its previous one finishes. With
+    ``in_process`` the engine steps synchronously here, so the schedule depends only on tokens,
+    never on timing. Every request samples with its own seed: results do not depend on which
+    requests share an engine step (exactly so in float32; bf16 logits can move with the batch).
 
     Scripts that build it need an ``if __name__ == "__main__":`` guard (vLLM spawns workers).
     """
@@ -80,12 +88,14 @@ class VLLMAgent:
             from vllm import LLM, SamplingParams
         except ImportError as e:
             raise DependencyNotInstalled(_HINT) from e
+        from agents.dtypes import resolve_dtype
         from tooluse_gym.models import resolve_model
 
+        self.dtype = resolve_dtype(self.config.dtype, self.device)
         self._sampling_params = SamplingParams
         engine: dict[str, Any] = {
             "model": resolve_model(self.config.model),
-            "dtype": self.config.dtype,
+            "dtype": self.dtype,
             "max_model_len": self.config.max_model_len,
             "enforce_eager": self.config.enforce_eager,
             "seed": 0,
@@ -104,39 +114,67 @@ class VLLMAgent:
             engine["distributed_executor_backend"] = "external_launcher"
         self.llm = LLM(**engine)
         self.tokenizer = self.llm.get_tokenizer()
+        from vllm.sampling_params import RequestOutputKind
+
+        self._final_only = RequestOutputKind.FINAL_ONLY
+        self._ids = itertools.count()
+        self._pending: dict[str, tuple[Hashable, float]] = {}  # engine request id -> (caller's key, submit time)
+        self._done: list[tuple[Hashable, Generation]] = []
+        self.stats = {"engine_steps": 0, "in_flight_sum": 0}  # mean requests in flight per engine step
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, **asdict(self.config), "device": self.device}
+        return {"name": self.name, **asdict(self.config), "dtype": self.dtype, "device": self.device}
 
     def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
-        out: list[Generation | None] = [None] * len(requests)
-        prompts, params, index = [], [], []
-        for i, request in enumerate(requests):
+        """One lockstep batch: every request submitted together, returned when the last one finishes."""
+        if self._pending:
+            raise RuntimeError("generate() while streamed requests are in flight; collect() them first")
+        self.submit(list(enumerate(requests)), sampling)
+        done: dict[Any, Generation] = {}
+        while len(done) < len(requests):
+            done.update(self.collect())
+        return [done[i] for i in range(len(requests))]
+
+    def submit(self, items: Sequence[tuple[Hashable, AgentRequest]], sampling: SamplingConfig) -> None:
+        """Queue each request in the engine (a prompt that does not fit comes back as an error)."""
+        ready = []
+        for key, request in items:
             text = chat_prompt(self.tokenizer, request.observation)
             ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
             if len(ids) + sampling.max_tokens > self.config.max_model_len:
                 message = f"{len(ids)} prompt tokens + {sampling.max_tokens} > {self.config.max_model_len}"
-                out[i] = Generation(prompt_tokens=len(ids), error=AgentError("context_length_exceeded", message))
+                error = AgentError("context_length_exceeded", message)
+                self._done.append((key, Generation(prompt_tokens=len(ids), error=error)))
                 continue
-            prompts.append({"prompt_token_ids": ids})
-            params.append(
-                self._sampling_params(
-                    temperature=sampling.temperature,
-                    top_p=sampling.top_p,
-                    max_tokens=sampling.max_tokens,
-                    seed=request.seed,
-                    logprobs=0,
-                )
+            ready.append((key, request, {"prompt_token_ids": ids}))
+        if not self._pending and len(ready) > 1:  # nothing in flight: a warm-up cannot swallow other outputs
+            self._warm([p for _, _, p in ready], [r for _, r, _ in ready])
+        now = time.perf_counter()
+        for key, request, prompt in ready:
+            params = self._sampling_params(
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                max_tokens=sampling.max_tokens,
+                seed=request.seed,
+                logprobs=0,
+                output_kind=self._final_only,
             )
-            index.append(i)
-        if prompts:
-            start = time.perf_counter()
-            self._warm(prompts, [requests[i] for i in index])
-            results = self.llm.generate(prompts, params, use_tqdm=False)
-            latency = (time.perf_counter() - start) / len(prompts)
-            for i, result in zip(index, results, strict=True):
-                out[i] = _generation(result, latency)
-        return [g for g in out if g is not None]
+            request_id = f"r{next(self._ids)}"
+            self.llm.llm_engine.add_request(request_id, prompt, params)
+            self._pending[request_id] = (key, now)
+
+    def collect(self) -> list[tuple[Hashable, Generation]]:
+        """Step the engine until at least one request finishes; returns every finished one."""
+        done, self._done = self._done, []
+        engine = self.llm.llm_engine
+        while not done and self._pending:
+            self.stats["engine_steps"] += 1
+            self.stats["in_flight_sum"] += len(self._pending)
+            for output in engine.step():
+                if output.finished and output.request_id in self._pending:
+                    key, started = self._pending.pop(output.request_id)
+                    done.append((key, _generation(output, time.perf_counter() - started)))
+        return done
 
     def _warm(self, prompts: list[dict[str, Any]], requests: Sequence[AgentRequest]) -> None:
         """Prefill one prompt per distinct system message when several prompts share one."""

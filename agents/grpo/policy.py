@@ -116,10 +116,20 @@ class Policy:
             for name, tensor in state.items():
                 params[name].copy_(tensor)
 
-    def autocast(self) -> contextlib.AbstractContextManager:
+    @property
+    def autocast_dtype(self) -> str | None:
+        """The compute dtype of forward/backward (`PolicyConfig.autocast` with ``auto`` resolved; None: off)."""
         if self.config.autocast is None:
+            return None
+        from agents.dtypes import resolve_dtype
+
+        dtype = resolve_dtype(self.config.autocast, self.device)
+        return None if dtype == "float32" else dtype
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        if self.autocast_dtype is None:
             return contextlib.nullcontext()
-        return torch.autocast(device_type=self.device.split(":")[0], dtype=getattr(torch, self.config.autocast))
+        return torch.autocast(device_type=self.device.split(":")[0], dtype=getattr(torch, self.autocast_dtype))
 
     def token_logprobs(
         self, batch: TokenBatch, temperature: float = 1.0, with_entropy: bool = False

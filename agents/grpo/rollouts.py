@@ -10,13 +10,13 @@ carry no tokens and no loss.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 
-from agents.base import Agent, AgentRequest, Generation, SamplingConfig
+from agents.base import Agent, AgentRequest, Generation, SamplingConfig, StreamingAgent
 from agents.oracle import OracleAgent
 from agents.rollout import Episode, RolloutJob, run_rollouts
 
@@ -69,7 +69,9 @@ class ScriptedTurns:
         self.agent = agent
         self.scripted = scripted or _never
         self.name = agent.name
+        self.can_stream = isinstance(agent, StreamingAgent)
         self._oracle = OracleAgent()
+        self._done: list[tuple[Hashable, Generation]] = []
 
     def describe(self) -> dict[str, Any]:
         return self.agent.describe()
@@ -90,6 +92,22 @@ class ScriptedTurns:
             for i, generation in zip(policy, generations, strict=True):
                 out[i] = generation
         return [g for g in out if g is not None]
+
+    def submit(self, items: Sequence[tuple[Hashable, AgentRequest]], sampling: SamplingConfig) -> None:
+        policy = []
+        for key, request in items:
+            if self.scripted(request):
+                self._done.append((key, self._oracle.generate([request], sampling)[0]))
+            else:
+                policy.append((key, request))
+        if policy:
+            self.agent.submit(policy, sampling)
+
+    def collect(self) -> list[tuple[Hashable, Generation]]:
+        if self._done:  # scripted answers first: the engine is not stepped, so the schedule stays token-driven
+            done, self._done = self._done, []
+            return done
+        return self.agent.collect()
 
 
 def _never(request: AgentRequest) -> bool:
@@ -123,16 +141,24 @@ def play_groups(
     step: int,
     sampling: SamplingConfig,
     num_envs: int,
+    schedule: str = "auto",
     on_batch: Callable[[Sequence[Generation]], None] | None = None,
+    members: Sequence[int] | None = None,
 ) -> dict[str, list[Rollout]]:
-    """Play `group_size` rollouts of every prompt; returns each prompt's group ordered by member."""
+    """Play `group_size` rollouts of every prompt; returns each prompt's group ordered by member.
+
+    `members` plays only those members of each group (default: all, ``range(group_size)``); a
+    member's seed is the same either way (`job_seed`), so a group played in parts is the group.
+    """
     jobs, owner = [], {}
     for pid in prompt_ids:
-        for member in range(group_size):
+        for member in range(group_size) if members is None else members:
             job = RolloutJob(pid, job_seed(seed, step, pid, member))
             owner[(pid, job.seed)] = member
             jobs.append(job)
-    episodes = run_rollouts(make_env, agent, jobs, sampling=sampling, num_envs=num_envs, on_batch=on_batch)
+    episodes = run_rollouts(
+        make_env, agent, jobs, sampling=sampling, num_envs=num_envs, schedule=schedule, on_batch=on_batch
+    )
     groups: dict[str, list[Rollout]] = {pid: [] for pid in prompt_ids}
     for episode in episodes:
         record = episode.record

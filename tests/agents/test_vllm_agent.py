@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import pytest
 
 from agents.base import AgentRequest, SamplingConfig, chat_prompt
@@ -44,3 +47,17 @@ def test_logprobs_token_ids_and_context_limit(agent):
     assert all(lp <= 0.0 for lp in gen.logprobs)
     expected = agent.tokenizer(chat_prompt(agent.tokenizer, short.observation), add_special_tokens=False)
     assert gen.prompt_token_ids == tuple(expected["input_ids"]) and gen.prompt_tokens == len(gen.prompt_token_ids)
+
+
+def test_async_schedule_plays_the_same_episodes_as_lockstep(agent, tmp_path):
+    # float32: vLLM's CPU logits do not depend on which requests share an engine step, and every request
+    # samples with its own seed, so only the arrival order differs between the schedules.
+    config = _config(seeds=(0, 1), num_envs=2)
+    steps_before = agent.stats["engine_steps"]
+    run_eval(replace(config, schedule="lockstep"), tmp_path / "lockstep", agent=agent, progress=False)
+    run_eval(replace(config, schedule="async"), tmp_path / "async", agent=agent, progress=False)
+    lockstep, streamed = (_episodes(tmp_path / x / "episodes.jsonl") for x in ("lockstep", "async"))
+    assert len(lockstep) == 6 and lockstep == streamed
+    assert agent.stats["engine_steps"] > steps_before
+    results = json.loads((tmp_path / "async" / "results.json").read_text())
+    assert results["schedule"] == "async" and results["agent"]["dtype"] == "float32"
