@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from agents.base import SamplingConfig
+from agents.dtypes import DTYPES
 from agents.evaluate import (
     AGENTS,
     EvalConfig,
@@ -24,6 +25,7 @@ from agents.evaluate import (
     run_sweep,
 )
 from agents.results import failure_banner, run_failed
+from agents.rollout import SCHEDULES
 from tooluse_gym.envs.knobs import CHOICES, Knobs
 from tooluse_gym.tasks.bfcl import CATEGORIES
 
@@ -68,8 +70,20 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--max-tokens", type=int, default=512)
-    p.add_argument("--num-envs", type=int, default=8, help="episodes played at once (the agent's batch)")
-    p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
+    p.add_argument("--num-envs", type=int, default=8, help="episodes played at once (the most requests in flight)")
+    p.add_argument(
+        "--schedule",
+        default="auto",
+        choices=SCHEDULES,
+        help="async: each episode's next request is sent the moment its last one returns (vllm, openai, oracle) | "
+        "lockstep: every step waits for the whole batch (the hf agent's only way) | auto: async where possible",
+    )
+    p.add_argument(
+        "--dtype",
+        default="auto",
+        choices=DTYPES,
+        help="local backends' dtype; auto: bfloat16 on a GPU or a CPU with native bf16 matmuls (AMX), else float32",
+    )
     p.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm agent: GPUs one engine spans (GPU only)")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--force", action="store_true", help="discard what --out holds and start over")
@@ -90,6 +104,7 @@ def _config(args: argparse.Namespace, knobs: dict) -> EvalConfig:
         protocol={**knobs, "strict_tools": args.strict_tools, "max_steps_per_turn": args.max_steps_per_turn},
         sampling=SamplingConfig(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens),
         num_envs=args.num_envs,
+        schedule=args.schedule,
         dtype=args.dtype,
         tensor_parallel_size=args.tensor_parallel_size,
     )

@@ -30,7 +30,7 @@ from agents.results import (
     spread,
     summarize,
 )
-from agents.rollout import Episode, RolloutJob, run_rollouts
+from agents.rollout import Episode, RolloutJob, resolve_schedule, run_rollouts
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl, evenly_spaced
@@ -40,6 +40,9 @@ ENV_ID = "ToolUse-MultiTurn-v0"
 SCENARIO_ENV_ID = "ToolUse-Scenario-v0"
 AGENTS = ("oracle", "hf", "vllm", "openai")
 PROTOCOL_KNOBS = Knobs.names()
+
+
+_RESUMABLE_ACROSS = {"schedule"}  # settings that cannot change a verdict: a run may resume under another value
 
 
 class RunConflict(RuntimeError):
@@ -62,8 +65,11 @@ class EvalConfig:
         seeds: One pass over the tasks per seed; the seed fixes every sampling call.
         protocol: Protocol knobs passed to `gym.make` (template, reasoning, system_prompt, ...).
         sampling: Sampling settings.
-        num_envs: Episodes played at once (the agent's batch size).
-        dtype: Model dtype for local backends.
+        num_envs: Episodes played at once (the most requests in flight).
+        schedule: ``auto`` | ``async`` | ``lockstep`` (`agents.rollout`); never changes a verdict, so a
+            run may resume under another schedule. ``results.json`` records the one used.
+        dtype: Model dtype for local backends; ``auto`` resolves by machine (`agents.dtypes`) and
+            ``results.json`` records what it became.
         tensor_parallel_size: GPUs the vLLM engine spreads the model over (GPU only).
     """
 
@@ -78,7 +84,8 @@ class EvalConfig:
     protocol: Mapping[str, Any] = field(default_factory=dict)
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     num_envs: int = 8
-    dtype: str = "float32"
+    schedule: str = "auto"
+    dtype: str = "auto"
     tensor_parallel_size: int = 1
 
     def __post_init__(self) -> None:
@@ -196,8 +203,8 @@ def run_eval(
     out.mkdir(parents=True, exist_ok=True)
     config_path = out / "run.json"
     if config_path.exists():
-        previous = json.loads(config_path.read_text())
-        current = config.to_dict()
+        previous = {k: v for k, v in json.loads(config_path.read_text()).items() if k not in _RESUMABLE_ACROSS}
+        current = {k: v for k, v in config.to_dict().items() if k not in _RESUMABLE_ACROSS}
         if previous != current:
             changed = sorted(k for k in current if previous.get(k) != current[k])
             raise RunConflict(
@@ -221,6 +228,7 @@ def run_eval(
     for e in done:
         if ProtocolCard.from_dict(e.protocol).differences(card):
             raise RunConflict(f"{episodes_path} holds episodes of another protocol; use another --out or --force")
+    schedule = _previous_schedule(out / "results.json")
     if jobs:
         owned = agent is None
         agent = agent or make_agent(config)
@@ -233,12 +241,14 @@ def run_eval(
                     writer.write(record)
                     bar.episode(record)
 
+                schedule = resolve_schedule(config.schedule, agent)
                 run_rollouts(
                     make_env,
                     agent,
                     jobs,
                     sampling=config.sampling,
                     num_envs=config.num_envs,
+                    schedule=schedule,
                     on_episode=on_episode,
                     on_batch=bar.batch,
                 )
@@ -254,11 +264,20 @@ def run_eval(
         "fingerprint": card.fingerprint(),
         "agent": agent_info,
         "config": config.to_dict(),
+        "schedule": schedule,
         "summary": summary,
     }
     (out / "results.json").write_text(json.dumps(results, indent=2))
     write_run_report(out, summary, card.to_dict(), agent_info, dataclasses.asdict(config.sampling))
     return results
+
+
+def _previous_schedule(path: Path) -> str | None:
+    """The schedule that last played episodes into a run folder (None before any played)."""
+    try:
+        return json.loads(path.read_text()).get("schedule")
+    except (OSError, ValueError):
+        return None
 
 
 def known_issues_for(env_id: str | None) -> KnownIssues | None:
