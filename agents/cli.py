@@ -9,8 +9,11 @@ tooluse-eval compare runs/A runs/B
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 from agents.base import SamplingConfig
@@ -88,7 +91,7 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--force", action="store_true", help="discard what --out holds and start over")
     p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--verbose", action="store_true", help="show the backends' INFO logs (vLLM prints hundreds a run)")
+    p.add_argument("--verbose", action="store_true", help="show the backends' INFO and WARNING lines")
 
 
 def _config(args: argparse.Namespace, knobs: dict) -> EvalConfig:
@@ -110,9 +113,36 @@ def _config(args: argparse.Namespace, knobs: dict) -> EvalConfig:
     )
 
 
-def quiet_backends() -> None:
-    """Hide vLLM's INFO lines (the progress bar, the tables and errors remain); an explicit setting wins."""
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+QUIET_ENV = {
+    "VLLM_LOGGING_LEVEL": "ERROR",  # vLLM: ~20 warnings per engine start on a CPU (no Triton, tcmalloc, eager mode...)
+    "TORCH_LOGS": "-torch",  # torch's Python loggers at ERROR ("Triton not available")
+    "TORCH_CPP_LOG_LEVEL": "ERROR",  # torch's C++ warnings ("NUMA binding: ...")
+    "PYTHONWARNINGS": "ignore",  # in vLLM's engine processes, which run only backend code
+}
+"""The environment `quiet_backends` sets (it reaches vLLM's engine processes)."""
+
+
+@contextlib.contextmanager
+def quiet_backends() -> Iterator[None]:
+    """Hide the backends' INFO and WARNING lines (the progress bar, tables and errors remain); explicit settings win.
+
+    In this process only the Python warnings raised in the backends' modules are ignored: the
+    project's own (a torn line in episodes.jsonl, say) still show. The environment and the
+    warning filters are restored on exit.
+    """
+    saved = {name: os.environ.get(name) for name in QUIET_ENV}
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", module=r"(vllm|torch|transformers|triton)(\.|$)")
+        for name, value in QUIET_ENV.items():
+            os.environ.setdefault(name, value)
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,9 +156,11 @@ def main(argv: list[str] | None = None) -> int:
     cmp.add_argument("run_a", type=Path)
     cmp.add_argument("run_b", type=Path)
     args = parser.parse_args(argv)
-    if args.command != "compare" and not args.verbose:
-        quiet_backends()
+    with contextlib.nullcontext() if args.command == "compare" or args.verbose else quiet_backends():
+        return _command(args)
 
+
+def _command(args: argparse.Namespace) -> int:
     try:
         if args.command == "run":
             knobs = {k: getattr(args, k) for k in (*_KNOBS, "system_prompt", "decoder") if getattr(args, k)}

@@ -5,16 +5,25 @@ from __future__ import annotations
 import json
 import os
 import socket
+import warnings
 
 import pytest
 
-from agents.cli import main
+from agents.cli import QUIET_ENV, main
 from agents.episode import read_episodes
 from agents.evaluate import select_tasks
 
 
 def run(*args):
     return main([*args, "--no-progress"] if args[0] != "compare" else list(args))
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(monkeypatch):
+    """Each `QUIET_ENV` variable unset during a test, whatever the caller's environment."""
+    for name in QUIET_ENV:
+        monkeypatch.setenv(name, "")  # records the value to restore
+        monkeypatch.delenv(name)
 
 
 def test_oracle_scores_100_in_every_category(tmp_path, capsys):
@@ -181,17 +190,34 @@ def test_compare_shows_the_official_and_the_clean_differences(tmp_path, capsys):
     assert "multi_turn_miss_param_4: A 0.50  B 0.00  [known issue: wrong_ground_truth]" in clean
 
 
-def test_backend_info_logs_are_hidden_unless_verbose(tmp_path, monkeypatch):
-    monkeypatch.delenv("VLLM_LOGGING_LEVEL", raising=False)
-    assert run("run", "--agent", "oracle", "--task-ids", "multi_turn_base_0", "--out", str(tmp_path / "q")) == 0
-    assert os.environ["VLLM_LOGGING_LEVEL"] == "WARNING"
-    monkeypatch.delenv("VLLM_LOGGING_LEVEL")
-    args = ("run", "--agent", "oracle", "--task-ids", "multi_turn_base_0", "--verbose", "--out", str(tmp_path / "v"))
-    assert run(*args) == 0
-    assert "VLLM_LOGGING_LEVEL" not in os.environ
+def test_backend_logs_and_warnings_are_hidden_unless_verbose(tmp_path, monkeypatch):
+    from agents import evaluate
+
+    seen = []
+
+    def make_agent(config):  # what the backend sees while the run is on
+        seen.append({name: os.environ.get(name) for name in QUIET_ENV})
+        warnings.warn_explicit("deprecated", FutureWarning, "dispatcher.py", 1, module="vllm.triton_utils.dispatcher")
+        warnings.warn_explicit("skipped torn last line", UserWarning, "jsonl.py", 1, module="agents.jsonl")
+        return make_real_agent(config)
+
+    make_real_agent = evaluate.make_agent
+    monkeypatch.setattr(evaluate, "make_agent", make_agent)
+    args = ("run", "--agent", "oracle", "--task-ids", "multi_turn_base_0")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert run(*args, "--out", str(tmp_path / "q")) == 0
+    assert seen.pop() == QUIET_ENV and QUIET_ENV["VLLM_LOGGING_LEVEL"] == "ERROR"
+    assert [str(w.message) for w in caught] == ["skipped torn last line"]  # the project's own warnings still show
+    assert not set(QUIET_ENV) & set(os.environ)  # restored after the run
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert run(*args, "--verbose", "--out", str(tmp_path / "v")) == 0
+    assert seen.pop() == dict.fromkeys(QUIET_ENV) and len(caught) == 2
     monkeypatch.setenv("VLLM_LOGGING_LEVEL", "DEBUG")  # an explicit setting wins
-    assert run("run", "--agent", "oracle", "--task-ids", "multi_turn_base_0", "--out", str(tmp_path / "d")) == 0
-    assert os.environ["VLLM_LOGGING_LEVEL"] == "DEBUG"
+    with pytest.warns(UserWarning, match="torn"):
+        assert run(*args, "--out", str(tmp_path / "d")) == 0
+    assert seen.pop()["VLLM_LOGGING_LEVEL"] == "DEBUG" and os.environ["VLLM_LOGGING_LEVEL"] == "DEBUG"
 
 
 def test_tensor_parallel_size_is_a_vllm_setting_recorded_only_when_set():
