@@ -1,0 +1,276 @@
+"""The v2 efficiency study's report: every pre-registered figure and criterion from the result files so far.
+
+`build_report` reads ``seed{S}_{arm}.json`` (`agents.experiments.efficiency_v2`) and recomputes
+everything from their raw data (curves, per-prompt outcomes, per-step counts) with
+`agents.experiments.efficiency_stats`. Only results made under the current pre-registration
+(same sha256 of its contents) count; any other is listed under ``excluded``.
+
+Verdicts, one per pre-registered criterion (per arm where it compares arms):
+
+- **learned**: per seed, vanilla's final against its start on the same prompts, exact two-sided
+  McNemar p below alpha and a positive gain;
+- **speed-up** at the primary target: faster in every seed (t_vanilla / t_arm above 1, a censored
+  side counting only when its bound decides), with the geometric mean over seeds beside it;
+- **no loss**: per seed the arm's final not significantly worse than vanilla's (McNemar), and the
+  mean over seeds of (arm final - vanilla final) not below minus the mean paired SE.
+
+Each is ``met``, ``not met``, or ``not yet decidable`` while some pre-registered seed has no
+result. A criterion that must hold in every seed is ``not met`` as soon as one seed fails it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agents.experiments import efficiency_stats as st
+from agents.experiments.prereg import BASELINE, Prereg, provenance, shown
+from agents.experiments.run_summary import counts, crossing, outcomes_at, seed_arm_stats
+
+MET, NOT_MET, UNDECIDED = "met", "not met", "not yet decidable"
+PER_SEED_TOTALS = (
+    "train_s",
+    "steps",
+    "epochs",
+    "sec_per_step",
+    "time_split_s",
+    "eval_s",
+    "generated_tokens",
+    "update_tokens",
+    "computed_update_tokens",
+    "zero_advantage_update_frac",
+    "rollouts_generated",
+    "rollouts_used",
+    "rollouts_saved_by_screen",
+    "prompts_skipped",
+    "prompts_screened",
+    "selection_active_from_s",
+    "selection_active_share",
+    "measured_update_token_cost_ratio",
+)
+
+
+def load_results(prereg: Prereg, folder: Path) -> tuple[dict[tuple[int, str], dict], list[dict[str, str]]]:
+    """The results made under this pre-registration ((seed, arm) -> result), and the others with why."""
+    found: dict[tuple[int, str], dict] = {}
+    excluded = []
+    for path in sorted(folder.glob("seed*_*.json")):
+        result = json.loads(path.read_text(encoding="utf-8"))
+        why = None
+        if result.get("prereg", {}).get("sha256") != prereg.sha256:
+            why = "made under another pre-registration (sha256 differs)"
+        elif result.get("arm") not in prereg.arms or result.get("seed") not in prereg.seeds:
+            why = "an arm or seed the pre-registration does not name"
+        if why:
+            excluded.append({"file": path.name, "why": why})
+        else:
+            found[(result["seed"], result["arm"])] = result
+    return found, excluded
+
+
+def _budget(result: Mapping[str, Any], prereg: Prereg) -> float:
+    """The budget a result ran under (the pre-registered one, but for a smoke run's)."""
+    return float(result.get("budget_s") or prereg.budget_s)
+
+
+def _per_seed(result: Mapping[str, Any], vanilla: Mapping[str, Any] | None, prereg: Prereg) -> dict[str, Any]:
+    stats = seed_arm_stats(result, _budget(result, prereg), prereg.targets)
+    out: dict[str, Any] = {"curve": result["curve"], **stats}
+    if vanilla is not None and vanilla is not result:
+        vs = st.paired(outcomes_at(vanilla, -1), outcomes_at(result, -1))
+        out["paired_vs_vanilla"] = vs.to_dict()
+        out["mcnemar_p_vs_vanilla"] = vs.p
+        out["auc_delta_vs_vanilla"] = stats["auc"] - seed_arm_stats(vanilla, _budget(vanilla, prereg), {})["auc"]
+    else:
+        out["mcnemar_p_vs_vanilla"] = None
+    out.update({k: result["totals"].get(k) for k in PER_SEED_TOTALS})
+    out["per_epoch"] = result["per_epoch"]
+    out["machine"] = result["machine"]
+    out["start_eval"] = {k: result["start_eval"].get(k) for k in ("source", "from", "agrees_with")}
+    return out
+
+
+def _speedup(arm: Mapping[int, dict], vanilla: Mapping[int, dict], target: str) -> dict[str, Any]:
+    seeds = sorted(set(arm) & set(vanilla))
+    ratios = {s: st.speedup(crossing(vanilla[s], target), crossing(arm[s], target)) for s in seeds}
+    decomposition = {}
+    for s in seeds:
+        v, a = vanilla[s], arm[s]
+        steps_v, steps_a = v[f"step_to_{target}"], a[f"step_to_{target}"]
+        t_v, t_a = v[f"time_to_{target}_s"], a[f"time_to_{target}_s"]
+        if None not in (steps_v, steps_a, t_v, t_a) and min(steps_v, steps_a, t_v, t_a) > 0:
+            decomposition[s] = {
+                "steps_ratio": steps_v / steps_a,
+                "sec_per_step_ratio": (t_v / steps_v) / (t_a / steps_a),
+            }
+    return {
+        "per_seed": {s: r.to_dict() for s, r in ratios.items()},
+        "geometric_mean": st.geometric_mean(list(ratios.values())).to_dict(),
+        "faster_in_every_seed": st.faster_in_every_seed(list(ratios.values())),
+        "decomposition": decomposition,
+        "seeds": seeds,
+    }
+
+
+def _projection(prereg: Prereg, results: Mapping[tuple[int, str], dict], arm: str, per_seed: Mapping) -> dict:
+    seeds = sorted(s for s in per_seed[arm] if s in per_seed[BASELINE])
+    target = prereg.primary
+    out: dict[str, Any] = {
+        "label": "projection",
+        "target": target,
+        "quantity": "relative cost to reach the target: (G_arm + r U_arm) / (G_vanilla + r U_vanilla), "
+        "below 1 cheaper than vanilla",
+        "assumptions": " ".join((st.relative_cost.__doc__ or "").split()),
+        "measured_r": {s: per_seed[arm][s]["measured_update_token_cost_ratio"] for s in seeds},
+    }
+    for r in prereg.cost_ratios:
+        costs = {
+            s: st.relative_cost(
+                counts(results[(s, arm)]),
+                counts(results[(s, BASELINE)]),
+                crossing(per_seed[arm][s], target),
+                crossing(per_seed[BASELINE][s], target),
+                r,
+            )
+            for s in seeds
+        }
+        out[f"r={r:g}"] = {
+            "per_seed": {s: c.to_dict() for s, c in costs.items()},
+            "geometric_mean": st.geometric_mean(list(costs.values())).to_dict(),
+        }
+    return out
+
+
+def _status(falsified: bool, complete: bool, holds: bool) -> str:
+    if falsified:
+        return NOT_MET
+    if not complete:
+        return UNDECIDED
+    return MET if holds else NOT_MET
+
+
+def verdicts(prereg: Prereg, arms: Mapping[str, dict], per_seed: Mapping[str, dict]) -> dict[str, Any]:
+    """The pre-registered criteria (module docstring)."""
+    n = len(prereg.seeds)
+    van = per_seed[BASELINE]
+    learned_seeds = {
+        s: {
+            "gain": v["final"] - v["start"],
+            "p": v["mcnemar_p_vs_start"],
+            "learned": v["final"] > v["start"] and v["mcnemar_p_vs_start"] < prereg.learned_alpha,
+        }
+        for s, v in van.items()
+    }
+    failed = not all(x["learned"] for x in learned_seeds.values())
+    out: dict[str, Any] = {
+        "learned": {
+            "status": _status(failed, len(van) == n, not failed),
+            "rule": f"per seed: vanilla final vs start, exact McNemar p < {prereg.learned_alpha:g}, gain > 0",
+            "per_seed": learned_seeds,
+        },
+        "speedup": {},
+        "no_loss": {},
+    }
+    for arm, data in arms.items():
+        if arm == BASELINE:
+            continue
+        sp = data[f"speedup_{prereg.primary}"]
+        every = sp["faster_in_every_seed"]
+        complete = len(sp["seeds"]) == n
+        status = _status(every is False, complete, every is True)
+        out["speedup"][arm] = {
+            "status": status,
+            "target": prereg.primary,
+            "faster_in_every_seed": every,
+            "geometric_mean": sp["geometric_mean"]["label"],
+            "per_seed": {s: r["label"] for s, r in sp["per_seed"].items()},
+            "note": "a censored seed's bound cannot show it faster" if complete and every is None else None,
+        }
+        nl = data["no_loss"]
+        if nl is None:
+            out["no_loss"][arm] = {"status": UNDECIDED}
+            continue
+        seeds_nl = len(nl["per_seed"])
+        out["no_loss"][arm] = {
+            "status": _status(not nl["none_significantly_worse"], seeds_nl == n, nl["met"]),
+            "mean_delta": nl["mean_delta"],
+            "mean_paired_se": nl["mean_paired_se"],
+            "none_significantly_worse": nl["none_significantly_worse"],
+        }
+    return out
+
+
+def _notes(results: Mapping[tuple[int, str], dict], excluded: list) -> list[str]:
+    notes = []
+    by_seed: dict[int, set[str]] = {}
+    for (seed, _), r in results.items():
+        m = r["machine"]
+        by_seed.setdefault(seed, set()).add(f"{m['cpu_model']} {m['bf16_flags']} {m['cpu_count']}")
+    notes += [
+        f"seed {s}: arms ran on different machines ({sorted(ms)}); compare them with care"
+        for s, ms in sorted(by_seed.items())
+        if len(ms) > 1
+    ]
+    missing = sorted({k for r in results.values() for k in r.get("missing_metrics", [])})
+    if missing:
+        notes.append(f"metrics the trainer did not write (counted as absent): {missing}")
+    if any(r.get("short") for r in results.values()):
+        notes.append("smoke-run results (--short): not a result of the study")
+    if excluded:
+        notes.append(f"{len(excluded)} result file(s) excluded (see 'excluded')")
+    return notes
+
+
+def build_report(prereg: Prereg, folder: Path) -> dict[str, Any]:
+    """The report's JSON (module docstring) from the result files in `folder`."""
+    results, excluded = load_results(prereg, folder)
+    per_seed: dict[str, dict[int, dict]] = {arm: {} for arm in prereg.arms}
+    for (seed, arm), result in sorted(results.items()):
+        per_seed[arm][seed] = _per_seed(result, results.get((seed, BASELINE)), prereg)
+    arms: dict[str, dict] = {}
+    for arm, overrides in prereg.arms.items():
+        entry: dict[str, Any] = {"overrides": list(overrides), "per_seed": per_seed[arm]}
+        if arm != BASELINE:
+            for target in prereg.targets:
+                entry[f"speedup_{target}"] = _speedup(per_seed[arm], per_seed[BASELINE], target)
+            both = sorted(s for s in per_seed[arm] if s in per_seed[BASELINE])
+            pairs = [
+                st.paired(outcomes_at(results[(s, BASELINE)], -1), outcomes_at(results[(s, arm)], -1)) for s in both
+            ]
+            entry["no_loss"] = st.no_loss(pairs, prereg.no_loss_alpha) if pairs else None
+            if entry["no_loss"]:
+                entry["no_loss"]["seeds"] = both
+            entry["projection"] = _projection(prereg, results, arm, per_seed)
+        arms[arm] = entry
+    complete = [s for s in prereg.seeds if all(s in per_seed[a] for a in prereg.arms)]
+    return {
+        "study": prereg.data["study"],
+        "prereg": {**provenance(prereg), "contents": prereg.data},
+        "seeds": {
+            "preregistered": list(prereg.seeds),
+            "complete": complete,
+            "with_results": {arm: sorted(v) for arm, v in per_seed.items()},
+        },
+        "budget_s": prereg.budget_s,
+        "eval_every_train_s": prereg.eval_every_train_s,
+        "targets": {**prereg.targets, "start": prereg.start, "gain_ref": prereg.gain_ref, "primary": prereg.primary},
+        "results": {f"seed{s}_{a}": shown(folder / f"seed{s}_{a}.json") for s, a in sorted(results)},
+        "arms": arms,
+        "verdicts": verdicts(prereg, arms, per_seed),
+        "excluded": excluded,
+        "notes": _notes(results, excluded),
+    }
+
+
+def write_report(prereg: Prereg, folder: Path, json_path: Path, md_path: Path, plot_path: Path) -> dict[str, Any]:
+    """Build the report and write its JSON, its markdown summary and its plot."""
+    from agents.experiments.efficiency_figures import markdown, plot
+
+    report = build_report(prereg, folder)
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
+    plot(report, plot_path)
+    md_path.write_text(markdown(report, json_path, plot_path), encoding="utf-8")
+    return report

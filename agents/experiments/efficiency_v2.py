@@ -1,0 +1,373 @@
+"""The pre-registered GRPO efficiency study (v2): vanilla vs the paper's filter vs selective rollouts, 3 seeds.
+
+Every choice is in the pre-registration file (`agents.experiments.prereg`, default
+``benchmarks/preregistered/grpo_efficiency_v2.yaml``), committed before the first timed run; this
+harness only runs what it says and reports against its criteria.
+
+    python benchmarks/grpo_efficiency_v2.py run --seed 0 --commit     # every arm of seed 0 (~2.5 h on 2 cores)
+    python benchmarks/grpo_efficiency_v2.py report                    # the report from whatever results exist
+    python benchmarks/grpo_efficiency_v2.py run --short --out /tmp/v2-smoke && \\
+        python benchmarks/grpo_efficiency_v2.py report --short --out /tmp/v2-smoke   # a few minutes: proves it works
+
+**run** trains each arm of one seed in its own process (``python -m agents.grpo.cli BASE_CONFIG
+OVERRIDES --no-progress``, run folder ``runs/grpo-efficiency-v2/seed{S}/{arm}``) with the
+pre-registration's ``common`` and the arm's overrides, then the harness's own: the seed, the run
+folder, the start model, the budget, evaluations at every ``eval_every_train_s`` training seconds
+(greedy, one sample per held-out prompt; evaluation time is not training time). As soon as an arm
+finishes, its result is written to ``benchmarks/results/grpo_efficiency_v2/seed{S}_{arm}.json``
+(`agents.experiments.run_summary`, with the machine, ``runtime.json``, the resolved config and the
+pre-registration's path, commit and sha256) and, with ``--commit``, committed alone. So a study
+can span sessions: a (seed, arm) whose result exists is skipped, and a killed arm's run folder is
+resumed by the trainer from its last checkpoint (training time counts across the resume).
+
+**Arm order.** Seed s runs the arms in the pre-registration's order rotated by s (it starts at arm
+index ``s mod len(arms)``): with three arms each arm runs first, second and third once over seeds
+0-2, so no arm always meets the machine first (a cold page cache, another session's load).
+Arms of one seed must run on one machine (each result records its CPU; the report flags a seed
+whose arms differ) with nothing else running: the arms run one after the other, not interleaved,
+and each result records the load average before and after.
+
+**The start evaluation** (`agents.experiments.start_eval`) runs once: the first arm (of the
+study, on this machine and code) runs it, and a later arm whose start-evaluation inputs hash the
+same starts with ``eval.at_start=false`` and its result carries the recorded one (``shared_from``).
+``--start-eval every`` runs it in every arm and records whether it matched.
+
+**--short** runs the whole pipeline on a tiny setting in a few minutes (literal-category tasks, 4
+train and 3 held-out, one call a turn, 48 tokens a message, 2 prompts a step, a 45 s budget,
+SmolLM2-135M as the start), with everything under ``--out``: a smoke test, not a result. It
+alone accepts ``--start-model``, ``--budget-s``, ``--eval-every-s`` and ``--set``, and it does not
+require the pre-registration file to be committed.
+
+**report** (`agents.experiments.efficiency_report`) regenerates ``benchmarks/results/
+grpo_efficiency_v2.json``, ``.md`` and ``docs/grpo-efficiency-v2.png`` from the results there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agents.experiments import run_summary, start_eval
+from agents.experiments.prereg import (
+    DEFAULT_PREREG,
+    ROOT,
+    Prereg,
+    PreregError,
+    checkout,
+    load_prereg,
+    provenance,
+    shown,
+    uncommitted,
+)
+
+RUNS = Path("runs/grpo-efficiency-v2")
+RESULTS = Path("benchmarks/results/grpo_efficiency_v2")
+REPORT = Path("benchmarks/results/grpo_efficiency_v2.json")
+PLOT = Path("docs/grpo-efficiency-v2.png")
+SHORT = {"budget_s": 45.0, "eval_every_s": 15.0, "start_model": "smollm2-135m"}
+SHORT_OVERRIDES = (
+    "tasks.category=literal",
+    "heldout.category=literal",
+    "tasks.limit=4",
+    "heldout.limit=3",
+    "protocol.max_steps_per_turn=1",
+    "rollout.max_tokens=48",
+    "grpo.prompts_per_step=2",
+    "save_every=1000000",
+    "export_final=false",
+    "policy.threads=1",
+)
+HARNESS_KEYS = (
+    "seed",
+    "run_dir",
+    "policy.model",
+    "budget_s",
+    "max_steps",
+    "eval.every_train_s",
+    "eval.every_steps",
+    "eval.at_start",
+    "eval.temperature",
+    "eval.samples",
+)
+"""Keys the harness sets itself; the pre-registration's overrides may not."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where a study (or a smoke run) lives and what it runs with."""
+
+    runs: Path
+    results: Path
+    report: Path
+    plot: Path
+    budget_s: float
+    eval_every_s: float
+    start_model: str
+    short: bool = False
+    extra: tuple[str, ...] = ()
+
+    @property
+    def markdown(self) -> Path:
+        return self.report.with_suffix(".md")
+
+    def run_dir(self, seed: int, arm: str) -> Path:
+        return self.runs / f"seed{seed}" / arm
+
+    def result_path(self, seed: int, arm: str) -> Path:
+        return self.results / f"seed{seed}_{arm}.json"
+
+
+def settings_for(args: argparse.Namespace, prereg: Prereg) -> Settings:
+    """The study's paths and numbers (the pre-registration's), or a smoke run's under ``--out``."""
+    if not args.short:
+        for flag in ("start_model", "budget_s", "eval_every_s", "set", "out"):
+            if getattr(args, flag, None):
+                raise SystemExit(
+                    f"--{flag.replace('_', '-')} is for --short only: the study runs what was pre-registered"
+                )
+        return Settings(
+            ROOT / RUNS,
+            ROOT / RESULTS,
+            ROOT / REPORT,
+            ROOT / PLOT,
+            prereg.budget_s,
+            prereg.eval_every_train_s,
+            prereg.start_model,
+        )
+    out = args.out or Path(tempfile.gettempdir()) / "grpo-efficiency-v2-short"
+    return Settings(
+        out / "runs",
+        out / "results",
+        out / "grpo_efficiency_v2.json",
+        out / "grpo-efficiency-v2.png",
+        getattr(args, "budget_s", None) or SHORT["budget_s"],
+        getattr(args, "eval_every_s", None) or SHORT["eval_every_s"],
+        getattr(args, "start_model", None) or SHORT["start_model"],
+        short=True,
+        extra=(*SHORT_OVERRIDES, *(getattr(args, "set", None) or ())),
+    )
+
+
+def arm_order(arms: Sequence[str], seed: int) -> list[str]:
+    """The arms in the order seed `seed` runs them: the pre-registered order rotated to start at ``seed mod len``."""
+    k = seed % len(arms)
+    return [*arms[k:], *arms[:k]]
+
+
+def overrides(prereg: Prereg, settings: Settings, arm: str, seed: int, at_start: bool) -> list[str]:
+    """The trainer's overrides for one (seed, arm): common, the arm's, the smoke settings, the harness's."""
+    own = [*prereg.common, *prereg.arms[arm]]
+    clash = sorted({o.split("=", 1)[0].strip() for o in own} & set(HARNESS_KEYS))
+    if clash:
+        raise PreregError(f"the pre-registration sets {clash}, which the harness sets itself")
+    harness = [
+        f"seed={seed}",
+        f"run_dir={settings.run_dir(seed, arm)}",
+        f"policy.model={settings.start_model}",
+        f"budget_s={settings.budget_s}",
+        "max_steps=null",
+        f"eval.every_train_s={settings.eval_every_s}",
+        "eval.every_steps=null",
+        f"eval.at_start={'true' if at_start else 'false'}",
+        "eval.temperature=0.0",
+        "eval.samples=1",
+    ]
+    return [*own, *settings.extra, *harness]
+
+
+def _config(prereg: Prereg, settings: Settings, arm: str, seed: int, at_start: bool):
+    from agents.grpo.config import load_config
+
+    return load_config(ROOT / prereg.base_config, overrides(prereg, settings, arm, seed, at_start))
+
+
+def plan_start_eval(prereg: Prereg, settings: Settings, arm: str, seed: int, mode: str) -> dict[str, Any]:
+    """Whether this arm runs its start evaluation, and the shared one it may reuse (module docstring).
+
+    A run folder that already holds a run keeps the choice it started with (the trainer resumes only
+    an unchanged config)."""
+    key = start_eval.start_key(_config(prereg, settings, arm, seed, True))
+    sha = start_eval.key_sha256(key)
+    shared = start_eval.find_shared(settings.results, sha)
+    existing = settings.run_dir(seed, arm) / "config.yaml"
+    if existing.is_file():
+        at_start = bool((yaml.safe_load(existing.read_text(encoding="utf-8")) or {}).get("eval", {}).get("at_start"))
+    else:
+        at_start = mode == "every" or shared is None
+    if not at_start and shared is None:
+        raise RuntimeError(f"{existing.parent} was started without a start evaluation, and none is recorded to share")
+    return {"key": key, "key_sha256": sha, "at_start": at_start, "shared": shared}
+
+
+def commit_file(path: Path, message: str, tries: int = 30, cwd: Path = ROOT) -> None:
+    """Commit this one file alone (retrying while another process holds the index lock); never pushes."""
+    for attempt in range(tries):
+        add = subprocess.run(["git", "add", "--", str(path)], cwd=cwd, capture_output=True, text=True, check=False)
+        done = add
+        if add.returncode == 0:
+            cmd = ["git", "commit", "-m", message, "--", str(path)]
+            done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
+            if done.returncode == 0:
+                return
+        if "index.lock" not in done.stderr:
+            raise RuntimeError(f"git could not commit {path}: {done.stderr.strip() or done.stdout.strip()}")
+        time.sleep(1 + attempt)
+    raise RuntimeError(f"git's index stayed locked; {path} is written but not committed")
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def train(cmd: list[str]) -> None:
+    """Run the trainer (its own process; its output goes to this one's)."""
+    subprocess.run(cmd, cwd=ROOT, check=True)
+
+
+def run_arm(prereg: Prereg, settings: Settings, seed: int, arm: str, order: list[str], mode: str) -> dict[str, Any]:
+    """Train one (seed, arm) to its budget and return its result (not yet written)."""
+    from agents.dtypes import machine
+
+    plan = plan_start_eval(prereg, settings, arm, seed, mode)
+    args = overrides(prereg, settings, arm, seed, plan["at_start"])
+    cmd = [sys.executable, "-m", "agents.grpo.cli", str(ROOT / prereg.base_config), *args, "--no-progress"]
+    print(f"[seed {seed} {arm}] {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
+    load_before = os.getloadavg()
+    started = time.perf_counter()
+    train(cmd)
+    wall = time.perf_counter() - started
+    run_dir = settings.run_dir(seed, arm)
+    shared = plan["shared"]
+    summary = run_summary.summarize(run_dir, None if plan["at_start"] else shared)
+    start: dict[str, Any] = {
+        "key": plan["key"],
+        "key_sha256": plan["key_sha256"],
+        "source": "run" if plan["at_start"] else "shared",
+        "from": None if plan["at_start"] else shared["from"],
+    }
+    if plan["at_start"] and shared is not None:  # --start-eval every: did it come out the same?
+        theirs = run_summary.decode_outcomes(shared["prompts"], shared["outcomes"])
+        mine = run_summary.decode_outcomes(summary["heldout_prompts"], summary["evaluations"][0]["outcomes"])
+        start["agrees_with"] = {"from": shared["from"], "same_outcomes": mine == theirs}
+    result = {
+        "schema": "grpo_efficiency_v2.result/1",
+        "study": prereg.data["study"],
+        "seed": seed,
+        "arm": arm,
+        "run_order": order,
+        "short": settings.short,
+        "prereg": provenance(prereg),
+        "checkout": checkout(),
+        "arm_overrides": list(prereg.arms[arm]),
+        "command": ["python", "-m", "agents.grpo.cli", shown(ROOT / prereg.base_config), *args, "--no-progress"],
+        "run_dir": shown(run_dir),
+        "budget_s": settings.budget_s,
+        "eval_every_train_s": settings.eval_every_s,
+        "config": yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8")),
+        "machine": machine(),
+        "load_avg": {"before": list(load_before), "after": list(os.getloadavg())},
+        "wall_s": wall,
+        "start_eval": start,
+        **summary,
+    }
+    result["stats"] = run_summary.seed_arm_stats(result, settings.budget_s, prereg.targets)
+    return result
+
+
+def run(args: argparse.Namespace) -> int:
+    prereg = load_prereg(args.prereg)
+    if not args.short and uncommitted(prereg.path):
+        raise SystemExit(
+            f"{shown(prereg.path)} has uncommitted changes (or is not committed): commit the pre-registration "
+            "before any timed run (--short skips this check)"
+        )
+    if args.commit and args.short:
+        raise SystemExit("--commit is for the study's results, not a smoke run's")
+    settings = settings_for(args, prereg)
+    model = Path(settings.start_model)
+    if not settings.short and not (model if model.is_absolute() else ROOT / model).is_dir():
+        raise SystemExit(f"no start model at {settings.start_model}: make it first (make weakstart)")
+    unknown = sorted(set(args.arms or ()) - set(prereg.arms))
+    if unknown:
+        raise SystemExit(f"unknown arms {unknown}; the pre-registration has {list(prereg.arms)}")
+    order = arm_order(list(prereg.arms), args.seed)
+    for arm in [a for a in order if not args.arms or a in args.arms]:
+        path = settings.result_path(args.seed, arm)
+        if path.exists():
+            print(f"[seed {args.seed} {arm}] done: {shown(path)}", file=sys.stderr)
+            continue
+        result = run_arm(prereg, settings, args.seed, arm, order, args.start_eval)
+        _write_json(path, result)
+        s = result["stats"]
+        times = ", ".join(f"{t} {run_summary.crossing(s, t).label()} s" for t in prereg.targets)
+        print(
+            f"[seed {args.seed} {arm}] held-out {s['start']:.3f} -> {s['final']:.3f}; time to {times}; "
+            f"result {shown(path)}",
+            file=sys.stderr,
+        )
+        if args.commit:
+            commit_file(path, f"grpo_efficiency_v2: seed {args.seed} {arm} result")
+    return 0
+
+
+def report(args: argparse.Namespace) -> int:
+    from agents.experiments.efficiency_report import write_report
+
+    prereg = load_prereg(args.prereg)
+    settings = settings_for(args, prereg)
+    rep = write_report(prereg, settings.results, settings.report, settings.markdown, settings.plot)
+    print(json.dumps(rep["verdicts"], indent=1))
+    print(f"report: {shown(settings.report)}, {shown(settings.markdown)}, {shown(settings.plot)}", file=sys.stderr)
+    return 0
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, helptext in (("run", "train the arms of one seed"), ("report", "the report from the results so far")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("--prereg", type=Path, default=DEFAULT_PREREG, help="the pre-registration file")
+        p.add_argument("--short", action="store_true", help="the few-minute smoke setting, everything under --out")
+        p.add_argument("--out", type=Path, default=None, help="with --short: the folder for runs, results, report")
+    r = sub.choices["run"]
+    r.add_argument("--seed", type=int, default=None, help="the seed to run (required unless --short: then 0)")
+    r.add_argument("--arms", nargs="+", default=None, help="only these arms (default: all, in the seed's order)")
+    r.add_argument("--commit", action="store_true", help="git-commit each result file as soon as it is written")
+    r.add_argument("--start-eval", choices=("share", "every"), default="share", help="share the start evaluation")
+    r.add_argument("--start-model", default=None, help="with --short: the start model (default smollm2-135m)")
+    r.add_argument("--budget-s", type=float, default=None, help="with --short: training seconds per arm (45)")
+    r.add_argument("--eval-every-s", type=float, default=None, help="with --short: evaluation period (15)")
+    r.add_argument("--set", nargs="*", default=None, help="with --short: extra key=value overrides")
+    args = parser.parse_args(argv)
+    if args.command == "run" and args.seed is None:
+        if not args.short:
+            parser.error("run needs --seed")
+        args.seed = 0
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        return run(args) if args.command == "run" else report(args)
+    except PreregError as e:
+        print(f"grpo_efficiency_v2: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
