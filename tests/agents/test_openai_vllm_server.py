@@ -110,3 +110,24 @@ def test_real_server_episodes(server, tmp_path):
     assert steps and all(s["prompt_tokens"] > 0 and s["completion_tokens"] > 0 for s in steps)
     assert all(r["agent"]["name"] == "openai" and r["agent"]["base_url"] == server for r in records)
     json.dumps(records)
+
+
+def test_async_and_lockstep_give_the_same_episodes_from_a_real_server(server, tmp_path):
+    # The server runs float32 here (no native bf16 on the CPUs this runs on, so tooluse-serve picks fp32), whose
+    # logits do not depend on the batch; each request carries its own seed. Only arrival order differs.
+    agent = OpenAIAgent(OpenAIAgentConfig(model="smollm2", base_url=server, timeout_s=120, max_attempts=2))
+    base = dict(
+        agent="openai",
+        model="smollm2",
+        base_url=server,
+        task_ids=TASKS,
+        seeds=(0, 1),
+        sampling=SamplingConfig(temperature=1.0, max_tokens=16),
+        num_envs=2,
+        protocol={"system_prompt": "none"},
+    )
+    for schedule in ("lockstep", "async"):
+        results = run_eval(EvalConfig(**base, schedule=schedule), tmp_path / schedule, agent=agent, progress=False)
+        assert results["schedule"] == schedule and results["summary"]["agent_errors"] == {}
+    lockstep, streamed = (_episodes(tmp_path / s / "episodes.jsonl") for s in ("lockstep", "async"))
+    assert len(lockstep) == 6 and lockstep == streamed
