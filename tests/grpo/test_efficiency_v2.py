@@ -350,3 +350,17 @@ def test_commit_file_commits_that_file_alone(tmp_path):
         "results/seed0_vanilla.json",
     ]
     assert git("diff", "--cached", "--name-only").split() == ["other.txt"]  # still staged, not committed
+
+
+def test_a_report_before_any_result(tmp_path):
+    out = tmp_path / "empty"
+    assert v2.main(["report", "--short", "--prereg", str(FIXTURE), "--out", str(out)]) == 0
+    report = json.loads((out / "grpo_efficiency_v2.json").read_text())
+    assert report["seeds"]["complete"] == [] and report["arms"]["paper"]["no_loss"] is None
+    verdicts = report["verdicts"]
+    statuses = [
+        verdicts["learned"]["status"],
+        *(v["status"] for k in ("speedup", "no_loss") for v in verdicts[k].values()),
+    ]
+    assert set(statuses) == {"not yet decidable"}
+    assert "not yet decidable" in (out / "grpo_efficiency_v2.md").read_text()
