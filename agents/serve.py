@@ -16,7 +16,8 @@ On a CPU: eager mode (torch.compile costs minutes per start), no chunked prefill
 CPU crashes the engine on the first seeded request whose prompt is split: "CPU Generator does not
 use offset") with a token budget of a whole context, a KV cache sized from the free memory
 (VLLM_CPU_KVCACHE_SPACE: a quarter of it, 1-8 GiB), OpenMP threads bound to every core this process
-may use (VLLM_CPU_OMP_THREADS_BIND), and bf16 where the CPU has native bf16 matmuls, else fp32.
+may use (VLLM_CPU_OMP_THREADS_BIND), and bf16 where the CPU has native bf16 matmuls (`agents.dtypes`),
+else fp32.
 An environment variable that is already set wins. On a GPU, vLLM's own defaults.
 Both: tool calls written as `<tool_call>{json}</tool_call>` (the `json` tool format) come back as
 structured `tool_calls` when the request carries `tools` (vLLM's hermes parser).
@@ -34,6 +35,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from agents.dtypes import native_bf16
 
 GiB = 1024**3
 KV_CACHE_FRACTION = 0.25
@@ -92,7 +95,7 @@ class Machine:
             device="cpu",
             available_bytes=available_memory(),
             cpus=tuple(sorted(os.sched_getaffinity(0))),
-            native_bf16=_native_bf16(),
+            native_bf16=native_bf16(),
         )
 
 
@@ -201,14 +204,6 @@ def available_memory() -> int:
     except (OSError, ValueError):
         pass
     return max(available, 0)
-
-
-def _native_bf16() -> bool:
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return any(f in flags.split() for f in ("amx_bf16", "avx512_bf16"))
 
 
 def _cuda_available() -> bool:

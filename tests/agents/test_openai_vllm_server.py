@@ -39,7 +39,9 @@ def server(tmp_path_factory):
     port = _free_port()
     log = tmp_path_factory.mktemp("vllm-server") / "server.log"
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}  # an explicit setting wins over the free-memory default
+    # float32 on every machine: its logits do not depend on the batch (bf16's do), which the schedule test needs
     command = [*_serve_command(), "smollm2-135m", "--served-model-name", "smollm2", "--port", str(port)]
+    command += ["--dtype", "float32"]
     with log.open("w") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
@@ -113,8 +115,8 @@ def test_real_server_episodes(server, tmp_path):
 
 
 def test_async_and_lockstep_give_the_same_episodes_from_a_real_server(server, tmp_path):
-    # The server runs float32 here (no native bf16 on the CPUs this runs on, so tooluse-serve picks fp32), whose
-    # logits do not depend on the batch; each request carries its own seed. Only arrival order differs.
+    # The server runs float32 (the fixture pins it), whose logits do not depend on the batch; each request
+    # carries its own seed. Only arrival order differs.
     agent = OpenAIAgent(OpenAIAgentConfig(model="smollm2", base_url=server, timeout_s=120, max_attempts=2))
     base = dict(
         agent="openai",
