@@ -55,7 +55,8 @@ def plot(report: Mapping[str, Any], path: Path) -> None:
                 )
         side.spines[["top", "right"]].set_visible(False)
         side.set_ylabel("held-out reward (greedy)")
-    by_time.axvline(report["budget_s"] / 60, color="black", lw=0.6, ls=":")
+    for budget in report["budgets_run_s"] or [report["budget_s"]]:
+        by_time.axvline(budget / 60, color="black", lw=0.6, ls=":")
     by_time.set_xlabel("training time (min; rollout + update + sync)")
     by_step.set_xlabel("training step")
     if by_time.get_legend_handles_labels()[0]:

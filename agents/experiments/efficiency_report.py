@@ -202,8 +202,11 @@ def verdicts(prereg: Prereg, arms: Mapping[str, dict], per_seed: Mapping[str, di
     return out
 
 
-def _notes(results: Mapping[tuple[int, str], dict], excluded: list) -> list[str]:
+def _notes(prereg: Prereg, results: Mapping[tuple[int, str], dict], excluded: list) -> list[str]:
     notes = []
+    budgets = sorted({_budget(r, prereg) for r in results.values()} - {prereg.budget_s})
+    if budgets:
+        notes.append(f"results ran under budget(s) {budgets} s, not the pre-registered {prereg.budget_s:g} s")
     by_seed: dict[int, set[str]] = {}
     for (seed, _), r in results.items():
         m = r["machine"]
@@ -254,13 +257,14 @@ def build_report(prereg: Prereg, folder: Path) -> dict[str, Any]:
             "with_results": {arm: sorted(v) for arm, v in per_seed.items()},
         },
         "budget_s": prereg.budget_s,
+        "budgets_run_s": sorted({_budget(r, prereg) for r in results.values()}),
         "eval_every_train_s": prereg.eval_every_train_s,
         "targets": {**prereg.targets, "start": prereg.start, "gain_ref": prereg.gain_ref, "primary": prereg.primary},
         "results": {f"seed{s}_{a}": shown(folder / f"seed{s}_{a}.json") for s, a in sorted(results)},
         "arms": arms,
         "verdicts": verdicts(prereg, arms, per_seed),
         "excluded": excluded,
-        "notes": _notes(results, excluded),
+        "notes": _notes(prereg, results, excluded),
     }
 
 
