@@ -1,4 +1,5 @@
-"""Group-relative advantages: each rollout's reward against its own group's mean and spread."""
+"""Group-relative advantages: each rollout's reward against its own group's mean and spread, and
+what kind of group it is (all-correct, all-wrong, mixed)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,17 @@ def group_advantages(rewards: Sequence[float], over: Sequence[int] | None = None
 def is_zero_variance(rewards: Sequence[float]) -> bool:
     """All rewards (numerically) equal: the group carries no learning signal."""
     return group_stats(rewards)[1] < ZERO_STD
+
+
+ALL_CORRECT, ALL_WRONG, MIXED = "all_correct", "all_wrong", "mixed"
+"""The outcomes of a group (`group_outcome`); the first two are the zero-variance kinds."""
+
+
+def group_outcome(rewards: Sequence[float], max_reward: float = 1.0) -> str:
+    """``all_correct`` when every reward reaches `max_reward`, ``all_wrong`` when the rewards are
+    all (numerically) equal below it, else ``mixed``."""
+    if not rewards:
+        raise ValueError("a group needs at least one reward")
+    if all(r >= max_reward for r in rewards):
+        return ALL_CORRECT
+    return ALL_WRONG if is_zero_variance(rewards) else MIXED

@@ -2,9 +2,11 @@
 
     tooluse-train agents/grpo/configs/cpu_smoke.yaml
     tooluse-train agents/grpo/configs/cpu_curriculum.yaml run_dir=runs/c1 grpo.group_size=4 filter.enabled=false
+    tooluse-train prefilter CONFIG.yaml --agent hf --model MODEL --out kept.yaml   # `agents.grpo.prefilter`
 
-Overrides are dotted keys with YAML values. A run folder that already holds checkpoints
-is resumed from the newest one (only `epochs`, `max_steps` and `budget_s` may differ).
+Overrides are dotted keys with YAML values; options and overrides may come in any order. A run
+folder that already holds checkpoints is resumed from the newest one (only `epochs`, `max_steps`
+and `budget_s` may differ).
 
 On N ranks (one machine; `agents.grpo.distributed`):
 
@@ -25,13 +27,18 @@ from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["prefilter"]:
+        from agents.grpo.prefilter import main as prefilter
+
+        return prefilter(argv[1:])
     parser = argparse.ArgumentParser(prog="tooluse-train", description=__doc__.split("\n")[0].strip("`: "))
     parser.add_argument("config", help="YAML config (see agents/grpo/configs/)")
     parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides, e.g. grpo.group_size=4")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     parser.add_argument("--nproc", type=int, default=1, help="ranks on this machine (re-launches under torchrun)")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # options between overrides too
     if args.nproc < 1:
         parser.error("--nproc must be at least 1")
     if args.nproc > 1 and "WORLD_SIZE" not in os.environ and not args.print_config:

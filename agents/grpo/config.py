@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from agents.grpo.filtering import FilterConfig
+from agents.grpo.screen import ScreenConfig
 from agents.grpo.tasks import MODES, ProtocolConfig, TaskSource
 
 
@@ -168,6 +169,8 @@ class RolloutConfig:
         tensor_parallel_size: GPUs one vLLM engine spreads the model over, on several ranks: each
             K consecutive ranks host one engine (vLLM's ``external_launcher``) and play the same
             prompts. GPUs only; untested here (no GPU was lent).
+        screen: SPEED-style screening (`agents.grpo.screen`): roll out ``screen.members`` of each
+            group first and the rest only when those rewards are mixed (None: off, whole groups).
     """
 
     engine: str = "hf"
@@ -180,6 +183,7 @@ class RolloutConfig:
     cpu_kv_cache_gib: int = 2
     gpu_memory_utilization: float = 0.4
     tensor_parallel_size: int = 1
+    screen: ScreenConfig | None = None
 
     def __post_init__(self) -> None:
         if self.engine not in ("hf", "vllm"):
@@ -255,6 +259,11 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.budget_s is not None and not self.budget_s > 0:
             raise ValueError(f"budget_s must be > 0 or null, got {self.budget_s}")
+        screen = self.rollout.screen
+        if screen is not None and screen.members >= self.grpo.group_size:
+            raise ValueError(
+                f"rollout.screen.members ({screen.members}) must be below grpo.group_size ({self.grpo.group_size})"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(dataclasses.asdict(self))

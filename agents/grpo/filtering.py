@@ -16,13 +16,22 @@ prompt stays active. ``revisit_after=None`` is the literal reading (skipped for 
 All-wrong groups carry no signal either; skipping them is optional (`skip_all_wrong`) and
 off by default, as in the paper. The filter is deterministic: the epoch's order is shuffled
 by the trainer from its seed; the filter only decides membership.
+
+That is ``kind: all_correct``, the default. ``kind: zero_variance`` is GRESO's probabilistic rule
+for both zero-variance kinds, with rates adapted toward a target share (`agents.grpo.greso`).
+Both kinds are a `PromptSelector`; `make_filter` builds the one a config names.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agents.grpo.advantages import ALL_CORRECT, ALL_WRONG
+from agents.grpo.greso import ZeroVarianceConfig, ZeroVarianceFilter
+
+KINDS = ("all_correct", "zero_variance")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,20 +40,27 @@ class FilterConfig:
 
     Attributes:
         enabled: Off means every prompt is rolled out every epoch (vanilla GRPO).
+        kind: ``all_correct`` (the paper's rule: `k`, `revisit_after`, `skip_all_wrong`) or
+            ``zero_variance`` (GRESO's: `zero_variance`).
         k: Skip a prompt once its all-correct streak reaches k epochs (the paper tried 1 and 2).
         revisit_after: Epochs a skipped prompt sits out before it is probed again
             (None: never; see the module docstring for why this exists).
         skip_all_wrong: Also skip prompts with a streak of k all-wrong epochs (same revisit rule).
         max_reward: The reward that counts as correct (binary rewards: 1.0).
+        zero_variance: The settings of the ``zero_variance`` kind (GRESO's defaults).
     """
 
     enabled: bool = True
+    kind: str = "all_correct"
     k: int = 1
     revisit_after: int | None = 2
     skip_all_wrong: bool = False
     max_reward: float = 1.0
+    zero_variance: ZeroVarianceConfig = field(default_factory=ZeroVarianceConfig)
 
     def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
         if self.k < 1:
             raise ValueError(f"k must be >= 1, got {self.k}")
         if self.revisit_after is not None and self.revisit_after < 1:
@@ -58,12 +74,50 @@ class _PromptState:
     sat_out: int = 0  # consecutive epochs skipped
 
 
+class PromptSelector(Protocol):
+    """What the trainer's plan asks of a filter kind (`PromptFilter`, `ZeroVarianceFilter`).
+
+    At each epoch start `start_epoch` splits the prompts into candidates and prompts skipped
+    outright; each candidate is then asked `admit` when the plan reaches it (a kind that decides
+    everything at the epoch start, ``decides_at_draw = False``, admits every candidate). Every
+    group rolled out is recorded with `observe`, and `end_step` sees the outcomes of a step's
+    groups (`agents.grpo.advantages.group_outcome`).
+    """
+
+    decides_at_draw: bool
+
+    def start_epoch(self, prompt_ids: Sequence[str]) -> tuple[list[str], list[str]]: ...
+
+    def admit(self, prompt_id: str, epoch: int) -> bool: ...
+
+    def run_kind(self, prompt_id: str) -> str | None: ...
+
+    def observe(self, prompt_id: str, rewards: Iterable[float]) -> None: ...
+
+    def end_step(self, outcomes: Sequence[str], epoch: int) -> None: ...
+
+    def rates(self) -> dict[str, float]: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+def make_filter(config: FilterConfig, seed: int = 0) -> PromptSelector:
+    """The filter of `config.kind`; `seed` is the training seed (the ``zero_variance`` kind's draws)."""
+    if config.kind == "zero_variance":
+        return ZeroVarianceFilter(config.zero_variance, enabled=config.enabled, seed=seed, max_reward=config.max_reward)
+    return PromptFilter(config)
+
+
 class PromptFilter:
-    """Decides, before generation, which prompts of an epoch are rolled out.
+    """Decides, before generation, which prompts of an epoch are rolled out (``kind: all_correct``).
 
     Use: ``active, skipped = f.start_epoch(all_ids)`` at each epoch start, then
     ``f.observe(prompt_id, rewards)`` for every group that was rolled out.
     """
+
+    decides_at_draw = False
 
     def __init__(self, config: FilterConfig | None = None):
         self.config = config or FilterConfig()
@@ -91,6 +145,22 @@ class PromptFilter:
         all_wrong = bool(values) and all(r < top for r in values) and len(set(values)) == 1
         state.correct_streak = state.correct_streak + 1 if all_correct else 0
         state.wrong_streak = state.wrong_streak + 1 if all_wrong else 0
+
+    def admit(self, prompt_id: str, epoch: int) -> bool:
+        """Every candidate of `start_epoch` is rolled out (this kind decides at the epoch start)."""
+        return True
+
+    def run_kind(self, prompt_id: str) -> str | None:
+        """``all_correct`` or ``all_wrong`` when the prompt's latest groups were such, else None."""
+        state = self._state.get(prompt_id, _PromptState())
+        return ALL_CORRECT if state.correct_streak else ALL_WRONG if state.wrong_streak else None
+
+    def end_step(self, outcomes: Sequence[str], epoch: int) -> None:
+        """Nothing adapts in this kind."""
+
+    def rates(self) -> dict[str, float]:
+        """No rates in this kind."""
+        return {}
 
     def streak(self, prompt_id: str) -> int:
         """Consecutive probed epochs in which the prompt's group was all-correct."""

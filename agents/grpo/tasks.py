@@ -37,6 +37,8 @@ class TaskSource:
             separated by commas (None: all).
         task_ids: Keep only these ids (in this order).
         limit: Keep this many tasks, evenly spaced over the selection.
+        keep_list: A file written by ``tooluse-train prefilter`` (`agents.grpo.prefilter`): train
+            only on the prompts it kept, among those the rest of this source selects.
     """
 
     source: str = "bfcl"
@@ -44,6 +46,7 @@ class TaskSource:
     category: str | None = None
     task_ids: tuple[str, ...] | None = None
     limit: int | None = None
+    keep_list: str | None = None
 
     def __post_init__(self) -> None:
         if self.source not in ("bfcl", "scenario"):

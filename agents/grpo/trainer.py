@@ -1,10 +1,12 @@
 """`GRPOTrainer`: epochs of filtered prompts, groups of rollouts, max-variance sub-sampling, updates.
 
-One step: take the next `prompts_per_step` prompts of the epoch's plan, roll out a group of
-n per prompt through the shared rollout loop, compute group advantages, keep m of n per
-group (max variance), update the policy on the kept rollouts' generated tokens, push the
-new weights into the rollout engine (vLLM), log, and checkpoint. At each epoch start the
-pre-rollout filter decides which prompts of the whole dataset are rolled out at all.
+One step: take the next `prompts_per_step` prompts of the epoch's plan (`agents.grpo.plan`),
+roll out a group of n per prompt through the shared rollout loop (screened first with
+``rollout.screen``, `agents.grpo.screen`), compute group advantages, keep m of n per group (max
+variance), update the policy on the kept rollouts' generated tokens, push the new weights into
+the rollout engine (vLLM), log, and checkpoint. The pre-rollout filter (`agents.grpo.filtering`)
+decides which prompts are rolled out at all: at each epoch start (``filter.kind: all_correct``)
+or as the plan reaches each prompt (``zero_variance``).
 
 On several ranks (``torchrun``, `agents.grpo.distributed`) each rank plays its share of the
 step's prompts, every rank then sees every group (filter, plan and metrics replicated), each
@@ -20,7 +22,6 @@ first step boundary past each multiple of `eval.every_train_s` training seconds
 from __future__ import annotations
 
 import copy
-import hashlib
 import math
 import os
 import random
@@ -34,7 +35,7 @@ import torch
 import yaml
 
 from agents.base import SamplingConfig
-from agents.grpo.advantages import group_advantages, is_zero_variance
+from agents.grpo.advantages import ALL_CORRECT, ALL_WRONG, group_advantages, group_outcome
 from agents.grpo.batch import Sample
 from agents.grpo.checkpoint import (
     latest_checkpoint,
@@ -47,11 +48,14 @@ from agents.grpo.checkpoint import (
 )
 from agents.grpo.config import GRPOConfig, TrainConfig, dump_config, from_dict
 from agents.grpo.distributed import Dist, load_sharded, save_sharded
-from agents.grpo.filtering import PromptFilter
+from agents.grpo.filtering import make_filter
+from agents.grpo.plan import EpochPlan
 from agents.grpo.policy import Policy
+from agents.grpo.prefilter import kept_prompts
 from agents.grpo.rollouts import Rollout, ScriptedTurns, before_last_turn, play_groups
 from agents.grpo.runlog import EVAL_KEY, RunFiles
 from agents.grpo.schedule import budget_spent, crosses_eval_point
+from agents.grpo.screen import ScreenedStep, play_screened
 from agents.grpo.subsample import max_variance_subset
 from agents.grpo.tasks import TaskPool, env_factory, load_pool, prompts_for
 from agents.grpo.update import PolicyUpdater
@@ -111,7 +115,7 @@ class GRPOTrainer:
         self.files = RunFiles(Path(config.run_dir), write=self.dist.is_main)
         self._check_run_dir()
         mode = config.grpo.mode
-        self.pool = prompts_for(train_pool or load_pool(config.tasks), mode)
+        self.pool = kept_prompts(prompts_for(train_pool or load_pool(config.tasks), mode), config.tasks.keep_list, mode)
         heldout = heldout_pool or (load_pool(config.heldout) if config.heldout else None)
         self.heldout = prompts_for(heldout, mode) if heldout else None
         self.prompt_ids = [t.task_id for t in self.pool.tasks]
@@ -122,11 +126,9 @@ class GRPOTrainer:
         torch.manual_seed(config.seed)  # after the engine: an in-process vLLM engine reseeds torch
         random.seed(config.seed)
         self.updater = PolicyUpdater(self.policy, config.update, temperature=config.rollout.temperature, dist=self.dist)
-        self.filter = PromptFilter(config.filter)
+        self.filter = make_filter(config.filter, config.seed)
+        self.plan = EpochPlan(self.prompt_ids, self.filter, seed=config.seed, epochs=config.epochs)
         self.step = 0
-        self.epoch = 0
-        self.plan: list[str] = []
-        self.epoch_counts = (0, 0)  # active, skipped
         self.elapsed = 0.0  # training time: rollout + update + sync, summed over steps (time/train_s)
         self._resume()
         if self.sync is not None:
@@ -210,12 +212,16 @@ class GRPOTrainer:
             self.policy.load_trainable_state(weights)
             self.updater.optimizer.load_state_dict(optimizer)
         self.filter.load_state_dict(state["filter"])
-        self.step, self.epoch, self.plan = state["step"], state["epoch"], list(state["plan"])
-        self.epoch_counts = tuple(state["epoch_counts"])
+        self.plan.load_state_dict(state)
+        self.step = state["step"]
         self.elapsed = state["elapsed_s"]
         set_rng_state(rng)
 
     # --- the loop --------------------------------------------------------------------------
+
+    @property
+    def epoch(self) -> int:
+        return self.plan.epoch
 
     def train(self) -> dict[str, Any]:
         """Run until `epochs`, `max_steps` or `budget_s` is spent; returns the last metrics (with the
@@ -232,15 +238,15 @@ class GRPOTrainer:
             self._evaluate()
         try:
             while (stopped_by := self._stop_reason()) is None:
-                if not self.plan and not self._next_epoch():
+                batch = self.plan.draw(cfg.grpo.prompts_per_step)
+                if not batch:  # the filter skipped every prompt left
                     stopped_by = "epochs"
                     break
-                batch, self.plan = self.plan[: cfg.grpo.prompts_per_step], self.plan[cfg.grpo.prompts_per_step :]
                 self.step += 1
                 last = self._train_step(batch)
                 bar.update(1)
                 bar.set_postfix(
-                    epoch=self.epoch, reward=f"{last['rollout/reward_mean']:.2f}", skipped=self.epoch_counts[1]
+                    epoch=self.epoch, reward=f"{last['rollout/reward_mean']:.2f}", skipped=self.plan.counts.skipped
                 )
             if self.heldout is not None and EVAL_KEY not in last and self.step > first_step:
                 last[EVAL_KEY] = self._evaluate()  # the filter skipped every prompt of the epochs left
@@ -260,7 +266,7 @@ class GRPOTrainer:
             return "budget_s"
         if cfg.max_steps is not None and self.step >= cfg.max_steps:
             return "max_steps"
-        if not self.plan and self.epoch >= cfg.epochs:
+        if self.plan.spent:
             return "epochs"
         return None
 
@@ -273,23 +279,23 @@ class GRPOTrainer:
             or self._stop_reason() is not None
         )
 
-    def _next_epoch(self) -> bool:
-        while self.epoch < self.config.epochs:
-            self.epoch += 1
-            active, skipped = self.filter.start_epoch(self.prompt_ids)
-            order = random.Random(_mix(self.config.seed, "epoch", self.epoch)).sample(active, len(active))
-            self.plan, self.epoch_counts = order, (len(active), len(skipped))
-            if self.plan:
-                return True
-        return False
-
-    def _play(self, pool: TaskPool, prompt_ids: list[str], group_size: int, step: int, temperature: float):
-        """Every prompt's group (this rank plays its share, every rank gets all), in `prompt_ids` order."""
+    def _play(
+        self,
+        pool: TaskPool,
+        prompt_ids: Sequence[str],
+        group_size: int,
+        step: int,
+        temperature: float,
+        members: Sequence[int] | None = None,
+    ):
+        """Every prompt's group, or its `members` (this rank plays its share, every rank gets all), in
+        `prompt_ids` order."""
         cfg = self.config
         mine = play_groups(
             env_factory(pool, cfg.protocol),
             self._rollout_agent(),
             self.dist.deal(prompt_ids, self.config.rollout.tensor_parallel_size),
+            members=members,
             group_size=group_size,
             seed=cfg.seed,
             step=step,
@@ -304,14 +310,20 @@ class GRPOTrainer:
     def _train_step(self, prompt_ids: list[str]) -> dict[str, Any]:
         cfg = self.config
         start = time.perf_counter()
-        groups = self._play(self.pool, prompt_ids, cfg.grpo.group_size, self.step, cfg.rollout.temperature)
+        played = play_screened(self._play_step, prompt_ids, cfg.grpo.group_size, cfg.rollout.screen)
         rollout_s = time.perf_counter() - start
-        for pid, group in groups.items():
+        seen = played.seen  # the kept groups whole, the screened ones their screen
+        for pid, group in seen.items():
             self.filter.observe(pid, [r.reward for r in group])
+        self.filter.end_step(
+            [group_outcome([r.reward for r in g], cfg.filter.max_reward) for g in seen.values()], self.epoch
+        )
+        groups = played.groups
         samples, marks = select_for_update(groups, cfg.grpo)
+        marks.update({(pid, r.member): (0.0, False) for pid, group in played.screened.items() for r in group})
         # ranks of one tensor-parallel engine share prompts; each group's samples then count once
         # per rank in both the gradient and its token normalizer, so the token mean is unchanged
-        mine = set(self.dist.deal(prompt_ids, cfg.rollout.tensor_parallel_size))
+        mine = set(self.dist.deal(list(groups), cfg.rollout.tensor_parallel_size))
         start = time.perf_counter()
         update = self.updater.step([s for s in samples if s.group in mine] if self.dist.enabled else samples)
         update_s = time.perf_counter() - start
@@ -322,10 +334,10 @@ class GRPOTrainer:
         times, spread = self._slowest(rollout_s, update_s, sync_s)
         before_s = self.elapsed
         self.elapsed += sum(times)
-        record = self._metrics(groups, samples, marks, update, *times)
+        record = self._metrics(played, samples, marks, update, *times)
         if self.dist.enabled:  # how much slower the slowest rank was than the fastest, per phase
             record.update({f"dist/{k}_spread_s": v for k, v in zip(("rollout", "update", "sync"), spread, strict=True)})
-        for pid, group in groups.items():
+        for pid, group in seen.items():
             for r in group:
                 advantage, used = marks[(pid, r.member)]
                 train = {"step": self.step, "epoch": self.epoch, "member": r.member, "advantage": advantage}
@@ -337,6 +349,11 @@ class GRPOTrainer:
             self._save()
         return record
 
+    def _play_step(self, prompt_ids: Sequence[str], members: Sequence[int]):
+        """This step's training rollouts: the given members of the prompts' groups."""
+        cfg = self.config
+        return self._play(self.pool, prompt_ids, cfg.grpo.group_size, self.step, cfg.rollout.temperature, members)
+
     def _slowest(self, *seconds: float) -> tuple[list[float], list[float]]:
         """Each time of the slowest rank (so every rank adds the same training time and stops at the same
         step), and by how much it was the slowest."""
@@ -344,13 +361,15 @@ class GRPOTrainer:
         columns = list(zip(*every, strict=True))
         return [max(c) for c in columns], [max(c) - min(c) for c in columns]
 
-    def _metrics(self, groups, samples, marks, update, rollout_s, update_s, sync_s) -> dict[str, Any]:
+    def _metrics(self, played: ScreenedStep, samples, marks, update, rollout_s, update_s, sync_s) -> dict[str, Any]:
+        """The step's metrics; group counts cover every group rolled out (a screened one by its screen)."""
+        groups = played.seen
         rollouts = [r for g in groups.values() for r in g]
         rewards = [r.reward for r in rollouts]
         n_groups = max(1, len(groups))
-        top = self.config.filter.max_reward
-        correct = sum(1 for g in groups.values() if g and all(r.reward >= top for r in g))
-        zero = sum(1 for g in groups.values() if g and is_zero_variance([r.reward for r in g]))
+        outcomes = [group_outcome([r.reward for r in g], self.config.filter.max_reward) for g in groups.values()]
+        correct, wrong = outcomes.count(ALL_CORRECT), outcomes.count(ALL_WRONG)
+        zero = correct + wrong
         generated_tokens = sum(r.completion_tokens for r in rollouts)
         update_tokens = sum(len(s.completion_ids) for s in samples)
         zero_tokens = sum(len(s.completion_ids) for s in samples if s.advantage == 0.0)
@@ -359,11 +378,12 @@ class GRPOTrainer:
             "epoch": self.epoch,
             "rollout/reward_mean": sum(rewards) / len(rewards) if rewards else 0.0,
             "groups/all_correct_frac": correct / n_groups,
-            "groups/all_wrong_frac": (zero - correct) / n_groups,
+            "groups/all_wrong_frac": wrong / n_groups,
             "groups/mixed_frac": (len(groups) - zero) / n_groups,
-            "filter/skipped_prompts": self.epoch_counts[1],
-            "filter/active_prompts": self.epoch_counts[0],
+            **self.plan.counts.metrics(),
+            **self.filter.rates(),
             "filter/zero_variance_frac": zero / n_groups,
+            **played.metrics(),
             "subsample/generated": len(rollouts),
             "subsample/used": sum(1 for _, used in marks.values() if used),
             "time/rollout_s": rollout_s,
@@ -413,9 +433,7 @@ class GRPOTrainer:
         if latest_checkpoint(self.files.checkpoints) == self.files.checkpoints / f"step_{self.step:06d}":
             return
         state = {
-            "epoch": self.epoch,
-            "plan": self.plan,
-            "epoch_counts": list(self.epoch_counts),
+            **self.plan.state_dict(),
             "filter": self.filter.state_dict(),
             "elapsed_s": self.elapsed,
             "world_size": self.dist.world_size,
@@ -443,7 +461,3 @@ class GRPOTrainer:
             return
         self.policy.model.save_pretrained(target)  # with LoRA: the adapter folder (peft)
         self.policy.tokenizer.save_pretrained(target)
-
-
-def _mix(*parts: object) -> int:
-    return int.from_bytes(hashlib.sha256("/".join(map(str, parts)).encode()).digest()[:8], "little")

@@ -2,7 +2,9 @@
 
 Each run is the distributed check (`agents/grpo/configs/cpu_distributed_check.yaml`, through
 `tests/grpo/dist_worker.py`): the check model on three prompts (two ranks get two and one),
-groups of 4 of which 2 are used, the pre-rollout filter on, 3 steps.
+groups of 4 of which 2 are used, the pre-rollout filter on, 3 steps. The selective runs add
+GRESO's filter and screening (6 steps, the tiny model), and every rank must make the same skip
+and screen decisions as one process.
 """
 
 from __future__ import annotations
@@ -128,3 +130,40 @@ def test_a_two_rank_run_resumes_exactly(runs, check_model, tmp_path):
         assert _steady(_read(two / name)) == _steady(_read(tmp_path / "b" / name))
     refused = _launch(check_model, tmp_path / "b", 1, "max_steps=4", check=False)
     assert refused.returncode != 0 and "written by a run on 2 rank(s)" in refused.stderr
+
+
+SELECTIVE = (
+    "filter.kind=zero_variance",
+    "filter.zero_variance.p_correct=0.2",  # skip often (0.8 on a run of 1), so that 6 steps see skips
+    "filter.zero_variance.p_wrong=0.2",
+    "rollout.screen.members=2",
+    "epochs=6",
+    "max_steps=6",
+)
+
+
+@pytest.fixture(scope="module")
+def selective_runs(tiny_model, tmp_path_factory):
+    base = tmp_path_factory.mktemp("selective")
+    _launch(tiny_model, base / "one", 1, *SELECTIVE)
+    _launch(tiny_model, base / "two", 2, *SELECTIVE)
+    return base / "one", base / "two"
+
+
+def test_every_rank_makes_the_skip_and_screen_decisions_one_process_makes(selective_runs):
+    one, two = selective_runs
+    states = [json.loads(p.read_text()) for p in (one / "rank_0.json", two / "rank_0.json", two / "rank_1.json")]
+    assert states[0] == states[1] == states[2]  # decisions, plan, runs and rates, step by step
+    decisions = [d for d in states[0]["decisions"] if d["batch"]]  # the last draw may find every prompt skipped
+    assert len(decisions) == states[0]["step"] >= 4
+    assert any(d["screened"] for d in decisions) and any(d["passed"] for d in decisions)  # both screen verdicts
+    assert any(d["counts"]["skipped_all_correct"] + d["counts"]["skipped_all_wrong"] for d in decisions)
+    assert any(d["rates"]["filter/p_correct"] != 0.2 for d in decisions)  # the rates adapted
+    start, a, b = (torch.load(p, weights_only=True) for p in (one / "start.pt", one / "final.pt", two / "final.pt"))
+    assert _max_diff(a, b) <= 1e-5
+    m1, m2 = _read(one / "metrics.jsonl"), _read(two / "metrics.jsonl")
+    for x, y in zip(_steady(m1), _steady(m2), strict=True):
+        assert x.keys() == y.keys()
+        for key in x:
+            assert x[key] == pytest.approx(y[key], rel=1e-5, abs=1e-7), key
+    assert _steady(_read(one / "episodes.jsonl")) == _steady(_read(two / "episodes.jsonl"))
