@@ -45,13 +45,15 @@ class Series:
 
 @dataclass(frozen=True)
 class PanelSpec:
-    """A plot panel: its series share one scale (`lo`/`hi` fixed when given)."""
+    """A plot panel: its series share one scale (`lo`/`hi` fixed when given); `latest` are metrics on
+    another scale shown by their latest value on one line (when the run writes them)."""
 
     title: str
     series: tuple[Series, ...]
     lo: float | None = None
     hi: float | None = None
     split: bool = False
+    latest: tuple[Series, ...] = ()
 
 
 TIME = (
@@ -75,9 +77,24 @@ PANELS = (
         lo=0.0,
         hi=1.0,
     ),
-    PanelSpec("prompts skipped", (Series("skipped", "filter/skipped_prompts", "magenta"),), lo=0.0),
     PanelSpec(
-        "rollouts", (Series("generated", "subsample/generated", "blue"), Series("used", "subsample/used", "green")), 0.0
+        "prompts skipped / screened",
+        (
+            Series("skipped", "filter/skipped_prompts", "magenta"),
+            Series("skip wrong", "filter/skipped_all_wrong", "red"),
+            Series("screened", "screen/screened_prompts", "yellow"),
+        ),
+        lo=0.0,
+        latest=(Series("p right", "filter/p_correct", "green"), Series("p wrong", "filter/p_wrong", "red")),
+    ),
+    PanelSpec(
+        "rollouts",
+        (
+            Series("generated", "subsample/generated", "blue"),
+            Series("used", "subsample/used", "green"),
+            Series("saved", "screen/rollouts_saved", "yellow"),
+        ),
+        0.0,
     ),
     PanelSpec("time split (s)", TIME, lo=0.0, split=True),
     PanelSpec("throughput", (Series("tokens/s", "perf/tokens_per_s", "cyan"),)),
@@ -108,8 +125,24 @@ class MetricPanel(Widget):
         lines.append(range_line(lo, hi, [step for step, _ in first[-width:]]))
         if self.spec.split:
             lines.append(self._split([points[-1][1] if points else 0.0 for points in data]))
+        latest = self._latest()
+        if latest is not None:
+            lines.append(latest)
         text = Text("\n").join(lines)
         text.no_wrap, text.overflow = True, "ellipsis"
+        return text
+
+    def _latest(self) -> Text | None:
+        """``label value`` of each `latest` metric the run writes (None when it writes none)."""
+        values = [(s, self.metrics.series(s.key)) for s in self.spec.latest]
+        values = [(s, points[-1][1]) for s, points in values if points]
+        if not values:
+            return None
+        text = Text()
+        for i, (series, value) in enumerate(values):
+            text.append(" · " if i else "", style="dim")
+            text.append(f"{series.label} ", style="dim")
+            text.append(f"{value:.2f}", style=series.style)
         return text
 
     def _split(self, last: Sequence[float]) -> Text:

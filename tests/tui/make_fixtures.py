@@ -133,7 +133,8 @@ def write_run(name: str, behaviours: Sequence[str], protocol: dict[str, Any], th
 
 
 def metrics_rows(steps: int) -> list[dict[str, Any]]:
-    """Scripted training metrics: reward rising, more all-correct groups, more prompts skipped."""
+    """Scripted training metrics: reward rising, more all-correct groups, more prompts skipped, fewer
+    screened, the GRESO rates drifting."""
     rows = []
     for step in range(1, steps + 1):
         wobble = (_pick("metrics", step) % 100) / 1000
@@ -147,7 +148,13 @@ def metrics_rows(steps: int) -> list[dict[str, Any]]:
             "groups/all_wrong_frac": round(wrong, 4),
             "groups/mixed_frac": round(max(1 - correct - wrong, 0.0), 4),
             "filter/skipped_prompts": max(0, step - 3),
-            "subsample/generated": 64,
+            "filter/skipped_all_correct": max(0, step - 3) - max(0, step - 3) // 3,
+            "filter/skipped_all_wrong": max(0, step - 3) // 3,
+            "filter/p_correct": round(0.5 - 0.01 * max(0, step - 4), 2),
+            "filter/p_wrong": round(0.5 + 0.01 * max(0, step - 4), 2),
+            "screen/screened_prompts": max(0, 6 - step // 2),
+            "screen/rollouts_saved": 4 * max(0, 6 - step // 2),
+            "subsample/generated": 64 - 4 * max(0, 6 - step // 2),
             "subsample/used": 32,
             "time/rollout_s": round(20 + 3 * wobble * 10, 2),
             "time/update_s": round(35 + step % 3, 2),
