@@ -100,7 +100,7 @@ HARNESS_KEYS = (
     "eval.temperature",
     "eval.samples",
 )
-"""Keys the harness sets itself; the pre-registration's overrides may not."""
+"""Keys the harness sets itself; the pre-registration's overrides may set them only to the same values."""
 
 
 @dataclass(frozen=True)
@@ -168,9 +168,6 @@ def arm_order(arms: Sequence[str], seed: int) -> list[str]:
 def overrides(prereg: Prereg, settings: Settings, arm: str, seed: int, at_start: bool) -> list[str]:
     """The trainer's overrides for one (seed, arm): common, the arm's, the smoke settings, the harness's."""
     own = [*prereg.common, *prereg.arms[arm]]
-    clash = sorted({o.split("=", 1)[0].strip() for o in own} & set(HARNESS_KEYS))
-    if clash:
-        raise PreregError(f"the pre-registration sets {clash}, which the harness sets itself")
     harness = [
         f"seed={seed}",
         f"run_dir={settings.run_dir(seed, arm)}",
@@ -183,7 +180,17 @@ def overrides(prereg: Prereg, settings: Settings, arm: str, seed: int, at_start:
         "eval.temperature=0.0",
         "eval.samples=1",
     ]
+    mine = dict(_split(o) for o in harness)
+    clash = sorted({k for k, v in map(_split, own) if k in mine and v != mine[k]})
+    if clash:
+        raise PreregError(f"the pre-registration sets {clash} to other values than the harness's {harness}")
     return [*own, *settings.extra, *harness]
+
+
+def _split(override: str) -> tuple[str, Any]:
+    """An override's key and its value as the trainer reads it (YAML)."""
+    key, raw = override.split("=", 1)
+    return key.strip(), yaml.safe_load(raw)
 
 
 def _config(prereg: Prereg, settings: Settings, arm: str, seed: int, at_start: bool):

@@ -175,9 +175,12 @@ def test_overrides_put_the_harness_last_and_refuse_a_clash(tmp_path):
     assert study.result_path(2, "paper").parts[-3:] == ("results", "grpo_efficiency_v2", "seed2_paper.json")
     with pytest.raises(SystemExit, match="--short only"):
         v2.settings_for(v2.parse_args(["run", "--seed", "0", "--budget-s", "10"]), prereg)
-    clash = dataclasses.replace(prereg, common=("budget_s=10",))
-    with pytest.raises(PreregError, match="budget_s"):
+    clash = dataclasses.replace(prereg, common=("budget_s=10", "eval.samples=1"))
+    with pytest.raises(PreregError, match=r"\['budget_s'\]"):
         v2.overrides(clash, study, "vanilla", 0, at_start=True)
+    # the same values as the harness's are no clash (the YAML values compare: 1800 is 1800.0)
+    same = dataclasses.replace(prereg, common=("budget_s=1800", "eval.temperature=0.0", "max_steps=null"))
+    assert v2.overrides(same, study, "vanilla", 0, at_start=True)[:3] == list(same.common)
 
 
 def test_a_study_run_refuses_an_uncommitted_preregistration(prereg_file):
