@@ -25,10 +25,10 @@ from agents.evaluate import (
     compare_runs,
     results_table,
     run_eval,
-    run_sweep,
 )
 from agents.results import failure_banner, run_failed
 from agents.rollout import SCHEDULES
+from agents.sweep import run_sweep, run_vary
 from tooluse_gym.envs.knobs import CHOICES, Knobs
 from tooluse_gym.tasks.bfcl import CATEGORIES
 
@@ -151,7 +151,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     _common(sub.add_parser("run", help="evaluate one protocol over tasks and seeds"), sweep=False)
-    _common(sub.add_parser("sweep", help="evaluate a grid of protocol knobs x seeds"), sweep=True)
+    sweep = sub.add_parser("sweep", help="evaluate a grid of protocol knobs x seeds, or one change at a time (--vary)")
+    _common(sweep, sweep=True)
+    sweep.add_argument(
+        "--vary",
+        action="store_true",
+        help="one factor at a time: each knob's first value is the base protocol (played with --seeds), every "
+        "other value one change from it (played with --change-seeds); per change the paired difference from the "
+        "base with a 95%% bootstrap interval over tasks",
+    )
+    sweep.add_argument("--change-seeds", nargs="+", type=int, help="--vary: the changes' seeds (default: --seeds)")
     cmp = sub.add_parser("compare", help="per-category differences and per-task disagreements of two runs")
     cmp.add_argument("run_a", type=Path)
     cmp.add_argument("run_b", type=Path)
@@ -178,9 +187,18 @@ def _command(args: argparse.Namespace) -> int:
                 return 1
         elif args.command == "sweep":
             grid = {k: getattr(args, k) for k in (*_KNOBS, "system_prompt", "decoder") if getattr(args, k)}
-            data = run_sweep(_config(args, {}), grid, args.out, force=args.force, progress=not args.no_progress)
+            config, progress = _config(args, {}), not args.no_progress
+            if args.vary:
+                seeds = args.change_seeds
+                data = run_vary(config, grid, args.out, change_seeds=seeds, force=args.force, progress=progress)
+                count = len(data["changes"]) + 1
+            else:
+                if args.change_seeds:
+                    raise ValueError("--change-seeds needs --vary")
+                data = run_sweep(config, grid, args.out, force=args.force, progress=progress)
+                count = len(data["runs"])
             print((args.out / "sweep.md").read_text())
-            print(f"sweep: {args.out / 'sweep.json'}  ({len(data['runs'])} configurations)")
+            print(f"sweep: {args.out / 'sweep.json'}  ({count} configurations)")
         else:
             text, data = compare_runs(args.run_a, args.run_b)
             print(text)

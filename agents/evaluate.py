@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import shutil
 import sys
@@ -19,7 +18,7 @@ import tooluse_gym  # noqa: F401  (registers the env ids)
 from agents.base import Agent, Generation, SamplingConfig
 from agents.episode import EpisodeWriter
 from agents.records import EpisodeRecord, read_episodes
-from agents.report import sensitivity_figure, write_run_report
+from agents.report import write_run_report
 from agents.results import (
     CategoryDiff,
     clean_caption,
@@ -27,7 +26,6 @@ from agents.results import (
     format_clean_table,
     format_pass_table,
     format_table,
-    spread,
     summarize,
 )
 from agents.rollout import Episode, RolloutJob, resolve_schedule, run_rollouts
@@ -283,90 +281,6 @@ def _previous_schedule(path: Path) -> str | None:
 def known_issues_for(env_id: str | None) -> KnownIssues | None:
     """The known-issues registry for BFCL runs (its clean subset is reported); None for other task sources."""
     return load_known_issues() if env_id == ENV_ID else None
-
-
-def _slug(combo: Mapping[str, Any]) -> str:
-    parts = []
-    for knob, value in combo.items():
-        text = str(value) if knob != "system_prompt" or value in ("bfcl", "strong", "none") else "literal"
-        parts.append(f"{knob}={text}")
-    return ",".join(parts) or "default"
-
-
-def run_sweep(
-    base: EvalConfig, grid: Mapping[str, Sequence[Any]], out: Path, *, force: bool = False, progress: bool = True
-) -> dict[str, Any]:
-    """Evaluate every combination of the grid's knob values and measure the spread each knob causes."""
-    out = Path(out)
-    knobs = [k for k in grid if grid[k]]
-    combos = [dict(zip(knobs, values, strict=True)) for values in itertools.product(*(grid[k] for k in knobs))]
-    agent = make_agent(base) if combos else None
-    runs = []
-    try:
-        for combo in combos:
-            config = dataclasses.replace(base, protocol={**base.protocol, **combo})
-            results = run_eval(config, out / _slug(combo), agent=agent, force=force, progress=progress)
-            overall = results["summary"]["overall"]
-            runs.append(
-                {
-                    "knobs": combo,
-                    "folder": _slug(combo),
-                    "overall": overall["mean"],
-                    "per_seed": overall["per_seed"],
-                    "fingerprint": results["fingerprint"],
-                }
-            )
-    finally:
-        if agent is not None:
-            agent.close()
-    sensitivity = []
-    for knob in knobs:
-        if len(grid[knob]) < 2:
-            continue
-        by_value = {str(v): spread([r["overall"] for r in runs if r["knobs"][knob] == v])["mean"] for v in grid[knob]}
-        sensitivity.append(
-            {"knob": knob, "by_value": by_value, "spread": max(by_value.values()) - min(by_value.values())}
-        )
-    if len(base.seeds) > 1:
-        seed_spreads = [max(r["per_seed"].values()) - min(r["per_seed"].values()) for r in runs]
-        sensitivity.append({"knob": "seed", "by_value": {}, "spread": spread(seed_spreads)["mean"]})
-    data = {
-        "base": base.to_dict(),
-        "grid": {k: list(map(str, v)) for k, v in grid.items()},
-        "runs": runs,
-        "sensitivity": sensitivity,
-    }
-    (out / "sweep.json").write_text(json.dumps(data, indent=2))
-    if sensitivity:
-        sensitivity_figure(sensitivity, out / "sensitivity.png")
-    (out / "sweep.md").write_text(sweep_markdown(data))
-    return data
-
-
-def sweep_markdown(data: Mapping[str, Any]) -> str:
-    lines = [
-        "# Protocol sensitivity",
-        "",
-        "| knob | spread of overall accuracy (points) | mean overall by value |",
-        "|---|---|---|",
-    ]
-    for row in data["sensitivity"]:
-        values = (
-            ", ".join(f"{k}: {100 * v:.1f}" for k, v in row["by_value"].items())
-            or "max-min across seeds, mean over configs"
-        )
-        lines.append(f"| {row['knob']} | {100 * row['spread']:.1f} | {values} |")
-    lines += [
-        "",
-        "![sensitivity](sensitivity.png)" if data["sensitivity"] else "",
-        "",
-        "| configuration | overall (%) | per seed |",
-        "|---|---|---|",
-    ]
-    for run in data["runs"]:
-        per_seed = ", ".join(f"{100 * v:.1f}" for v in run["per_seed"].values())
-        lines.append(f"| {run['folder']} | {100 * run['overall']:.1f} | {per_seed} |")
-    return "\n".join(lines) + "\n"
 
 
 def compare_runs(a: Path, b: Path) -> tuple[str, dict[str, Any]]:
