@@ -32,7 +32,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from agents.grpo.prefilter import main as prefilter
 
         return prefilter(argv[1:])
-    parser = argparse.ArgumentParser(prog="tooluse-train", description=__doc__.split("\n")[0].strip("`: "))
+    parser = argparse.ArgumentParser(
+        prog="tooluse-train",
+        description=__doc__.split("\n")[0].strip("`: "),
+        epilog="tooluse-train prefilter --help: keep the prompts a stronger model solves (the paper's data recipe)",
+    )
     parser.add_argument("config", help="YAML config (see agents/grpo/configs/)")
     parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides, e.g. grpo.group_size=4")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
