@@ -101,6 +101,7 @@ class VLLMAgent:
             "seed": 0,
             "enable_prefix_caching": self.config.prefix_caching,
             "enable_chunked_prefill": self.config.chunked_prefill,
+            "use_tqdm_on_load": False,  # the progress bar of a run is the one line of progress
         }
         if not self.config.chunked_prefill:
             engine["max_num_batched_tokens"] = self.config.max_model_len
