@@ -1,6 +1,7 @@
 """The v2 efficiency study end to end in its --short setting: real trainer processes, then the report.
 
-It trains the tiny random model with the in-process hf engine (seconds a step), so it checks the
+It trains the tiny random model with the in-process hf engine (three trainer processes, under a
+minute on 2 idle cores; minutes when they are busy), so it checks the
 pipeline, not learning; the documented smoke run (SmolLM2-135M, vLLM rollouts, a 45 s budget per
 arm) is the same code with other settings. The harness's logic is tested fast, with a fake
 trainer, in `test_efficiency_v2.py`. It reads the test copy of the pre-registration
@@ -69,7 +70,6 @@ def fixed_code_hash(monkeypatch):
     monkeypatch.setattr(start_eval, "code_sha256", lambda: "fixed")
 
 
-@pytest.mark.slow  # three trainer processes: over 2 minutes on 2 busy cores (make test runs it all the same)
 def test_short_study_with_the_tiny_model(tmp_path, fixed_code_hash):
     out = tmp_path / "study"
     argv = ["run", "--short", "--prereg", str(FIXTURE), "--out", str(out), "--start-model", "tiny-random"]
