@@ -1,11 +1,11 @@
 """The v2 efficiency study end to end in its --short setting: real trainer processes, then the report.
 
-It trains the tiny random model with the in-process hf engine (three trainer processes, under a
-minute on 2 idle cores; minutes when they are busy), so it checks the
-pipeline, not learning; the documented smoke run (SmolLM2-135M, vLLM rollouts, a 45 s budget per
-arm) is the same code with other settings. The harness's logic is tested fast, with a fake
-trainer, in `test_efficiency_v2.py`. It reads the test copy of the pre-registration
-(`prereg_v2.yaml`), whose arms use the selective-rollout knobs (``filter.kind``, ``rollout.screen``).
+It trains the tiny random model with the in-process hf engine (three trainer processes: under a
+minute on 2 idle cores, minutes when they are busy), so it checks the pipeline, not learning; the
+documented smoke run (SmolLM2-135M, vLLM rollouts, a 45 s budget per arm) is the same code with
+other settings. The harness's logic is tested fast, with a fake trainer, in `test_efficiency_v2.py`.
+It reads the test copy of the pre-registration (`prereg_v2.yaml`), whose arms use the
+selective-rollout knobs (``filter.kind``, ``rollout.screen``).
 """
 
 from __future__ import annotations
