@@ -52,7 +52,9 @@ class PolicyConfig:
         model: A local folder, a cached hub id, or ``smollm2-135m``.
         dtype: Dtype of the trained (master) weights. ``float32`` is exact and reproducible;
             with lr ~1e-6 bf16 weights would round most updates away.
-        autocast: Compute dtype for forward/backward (``bfloat16``: ~1.7x faster on AMX CPUs and on GPUs), or None.
+        autocast: Compute dtype for forward/backward (``bfloat16``: ~1.7x faster on AMX CPUs and on GPUs),
+            ``auto`` (bfloat16 on a GPU or a CPU with native bf16 matmuls, else none; `agents.dtypes`),
+            or None (fp32 compute).
         device: ``cpu``, ``cuda`` or ``auto``.
         gradient_checkpointing: Recompute activations in the backward pass (much less memory, on this
             CPU no slower).
@@ -62,7 +64,7 @@ class PolicyConfig:
 
     model: str = "smollm2-135m"
     dtype: str = "float32"
-    autocast: str | None = None
+    autocast: str | None = "auto"
     device: str = "cpu"
     gradient_checkpointing: bool = True
     lora: LoraSettings | None = None
@@ -159,10 +161,15 @@ class RolloutConfig:
     Attributes:
         engine: ``hf`` (generate with the trained model itself, in-process: no weight sync) or
             ``vllm`` (a vLLM engine in this process; weights pushed after every update).
-        num_envs: Episodes played at once (the largest generation batch).
+        num_envs: Episodes played at once (the most requests in flight).
+        schedule: ``auto`` | ``async`` | ``lockstep`` (`agents.rollout`): with ``async`` each episode's
+            next request is queued the moment its previous one finishes (vllm engine); the hf
+            engine runs lockstep. Recorded in the run's metadata; never changes what is sampled
+            (per-request seeds; exactly so with a float32 engine).
         temperature, top_p, max_tokens: Sampling (the loss uses the same temperature).
         vllm_dtype: Engine dtype (``float32`` matches the trainer's log-probs to ~3e-5 and is
-            seed-reproducible on a CPU; ``bfloat16`` is ~2x faster).
+            seed-reproducible on a CPU; ``bfloat16`` is faster on GPUs and AMX CPUs, emulated and
+            slower elsewhere; ``auto`` picks by machine, `agents.dtypes`).
         max_model_len: Engine context length.
         cpu_kv_cache_gib: Engine KV cache on a CPU.
         gpu_memory_utilization: Fraction of GPU memory the engine may take (the trainer shares the GPU).
@@ -175,10 +182,11 @@ class RolloutConfig:
 
     engine: str = "hf"
     num_envs: int = 16
+    schedule: str = "auto"
     temperature: float = 1.0
     top_p: float = 1.0
     max_tokens: int = 256
-    vllm_dtype: str = "float32"
+    vllm_dtype: str = "auto"
     max_model_len: int = 4096
     cpu_kv_cache_gib: int = 2
     gpu_memory_utilization: float = 0.4
@@ -188,6 +196,8 @@ class RolloutConfig:
     def __post_init__(self) -> None:
         if self.engine not in ("hf", "vllm"):
             raise ValueError(f"engine must be 'hf' or 'vllm', got {self.engine!r}")
+        if self.schedule not in ("auto", "async", "lockstep"):
+            raise ValueError(f"schedule must be auto, async or lockstep, got {self.schedule!r}")
         if self.tensor_parallel_size < 1 or (self.tensor_parallel_size > 1 and self.engine != "vllm"):
             raise ValueError(f"rollout.tensor_parallel_size {self.tensor_parallel_size}: a vllm engine's GPUs, >= 1")
 

@@ -134,6 +134,7 @@ def prefilter(
         step=PREFILTER_STEP,
         sampling=sampling,
         num_envs=rollout.num_envs,
+        schedule=rollout.schedule,
     )
     top = config.filter.max_reward
     solved = {pid: sum(1 for r in groups[pid] if r.reward >= top) for pid in ids}

@@ -22,6 +22,7 @@ first step boundary past each multiple of `eval.every_train_s` training seconds
 from __future__ import annotations
 
 import copy
+import json
 import math
 import os
 import random
@@ -121,6 +122,7 @@ class GRPOTrainer:
         self.prompt_ids = [t.task_id for t in self.pool.tasks]
         self.policy = Policy.load(config.policy)
         self.agent, self.sync = self._engine()
+        self._write_runtime()
         if self.dist.enabled:
             self.policy.shard(self.dist)
         torch.manual_seed(config.seed)  # after the engine: an in-process vLLM engine reseeds torch
@@ -150,6 +152,21 @@ class GRPOTrainer:
         self.dist.barrier()  # every rank has read it before rank 0 rewrites it
         if self.dist.is_main:
             path.write_text(dump_config(self.config), encoding="utf-8")
+
+    def _write_runtime(self) -> None:
+        """runtime.json: what ``auto`` settings became on this machine (schedule, dtypes), beside config.yaml."""
+        if not self.dist.is_main:
+            return
+        from agents.dtypes import machine
+        from agents.rollout import resolve_schedule
+
+        runtime = {
+            "schedule": resolve_schedule(self.config.rollout.schedule, self._rollout_agent()),
+            "rollout_dtype": getattr(self.agent, "dtype", None),
+            "autocast": self.policy.autocast_dtype,
+            "machine": machine(),
+        }
+        (self.files.run_dir / "runtime.json").write_text(json.dumps(runtime, indent=2), encoding="utf-8")
 
     def _engine(self):
         rollout, policy = self.config.rollout, self.policy
@@ -301,6 +318,7 @@ class GRPOTrainer:
             step=step,
             sampling=self._sampling(temperature),
             num_envs=cfg.rollout.num_envs,
+            schedule=cfg.rollout.schedule,
         )
         if not self.dist.enabled:
             return mine
