@@ -133,6 +133,10 @@ def _steps(metrics: Sequence[Mapping[str, Any]]) -> tuple[dict[str, list], list[
         if metrics and all(v is None for v in values):
             missing.append(key)
         per_step[name] = values
+    # present only on the steps after an epoch ended (`EpochPlan.ended_metrics`): absent is not missing
+    per_step["ended_epoch"] = [m.get("filter/ended_epoch") for m in metrics]
+    for name in WITHIN_EPOCH:
+        per_step[f"ended_epoch_{name}"] = [m.get(f"filter/ended_epoch_{name}") for m in metrics]
     return per_step, missing
 
 
@@ -151,6 +155,12 @@ def epochs(per_step: Mapping[str, list]) -> dict[str, dict[str, Any]]:
             entry[name] = per_step[name][i]
         entry["screened_prompts"] += per_step["screened_prompts"][i] or 0
         entry["rollouts_generated"] += per_step["rollouts_generated"][i] or 0
+    for i, ended in enumerate(per_step.get("ended_epoch") or ()):  # the final counts of an epoch that ended
+        if ended is not None and str(ended) in out:  # with skips after its last step
+            for name in WITHIN_EPOCH:
+                value = per_step[f"ended_epoch_{name}"][i]
+                if value is not None:
+                    out[str(ended)][name] = value
     return out
 
 

@@ -67,6 +67,9 @@ class EpochPlan:
         self.epoch = 0
         self.order: list[str] = []  # the epoch's prompts not drawn yet
         self.counts = EpochCounts()
+        # the last epoch that ended and its final counts: prompts skipped at draw time after that
+        # epoch's last step would otherwise be on no step's metrics line
+        self.ended: tuple[int, EpochCounts] | None = None
 
     @property
     def spent(self) -> bool:
@@ -94,6 +97,8 @@ class EpochPlan:
 
     def _next_epoch(self) -> bool:
         while self.epoch < self.epochs:
+            if self.epoch >= 1:
+                self.ended = (self.epoch, self.counts)
             self.epoch += 1
             active, skipped = self.selector.start_epoch(self.prompt_ids)
             self.order = random.Random(_mix(self.seed, "epoch", self.epoch)).sample(active, len(active))
@@ -103,6 +108,14 @@ class EpochPlan:
             if self.order:
                 return True
         return False
+
+    def ended_metrics(self) -> dict[str, int]:
+        """The last ended epoch's final counts (``filter/ended_epoch*``), or nothing before one ended."""
+        if self.ended is None:
+            return {}
+        epoch, counts = self.ended
+        return {"filter/ended_epoch": epoch, **{k.replace("filter/", "filter/ended_epoch_"): v
+                                                 for k, v in counts.metrics().items()}}
 
     def _count_skip(self, prompt_id: str) -> None:
         field = "skipped_all_wrong" if self.selector.run_kind(prompt_id) == ALL_WRONG else "skipped_all_correct"
@@ -116,6 +129,7 @@ class EpochPlan:
             "plan": list(self.order),
             "epoch_counts": [c.active, c.skipped],
             "epoch_skips": [c.skipped_all_correct, c.skipped_all_wrong],
+            "ended_epoch": None if self.ended is None else [self.ended[0], *dataclasses.astuple(self.ended[1])],
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -123,6 +137,8 @@ class EpochPlan:
         active, skipped = state["epoch_counts"]
         correct, wrong = state.get("epoch_skips", [skipped, 0])  # older checkpoints: no split
         self.counts = EpochCounts(active, correct, wrong)
+        ended = state.get("ended_epoch")
+        self.ended = None if ended is None else (int(ended[0]), EpochCounts(*ended[1:]))
 
 
 def _mix(*parts: object) -> int:

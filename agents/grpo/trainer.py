@@ -399,6 +399,7 @@ class GRPOTrainer:
             "groups/all_wrong_frac": wrong / n_groups,
             "groups/mixed_frac": (len(groups) - zero) / n_groups,
             **self.plan.counts.metrics(),
+            **self.plan.ended_metrics(),
             **self.filter.rates(),
             "filter/zero_variance_frac": zero / n_groups,
             **played.metrics(),

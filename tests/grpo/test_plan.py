@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+from agents.grpo.advantages import ALL_WRONG
 from agents.grpo.filtering import FilterConfig, PromptFilter
 from agents.grpo.greso import ZeroVarianceConfig, ZeroVarianceFilter, draw
 from agents.grpo.plan import EpochCounts, EpochPlan, _mix
@@ -96,3 +97,30 @@ def test_an_epoch_whose_prompts_are_all_skipped_moves_on_and_state_round_trips()
     old = {"epoch": 2, "plan": ["p1"], "epoch_counts": [5, 2]}  # a checkpoint written before the split by kind
     g.load_state_dict(old)
     assert g.counts == EpochCounts(active=5, skipped_all_correct=2) and g.order == ["p1"]
+
+
+def test_an_epoch_whose_last_prompts_are_skipped_at_draw_time_keeps_its_final_counts():
+    class SkipAtDraw:  # admits the first two prompts of every epoch, skips the rest at draw time as all-wrong
+        decides_at_draw = True
+
+        def __init__(self):
+            self.seen = 0
+
+        def start_epoch(self, prompt_ids):
+            self.seen = 0
+            return list(prompt_ids), []
+
+        def admit(self, prompt_id, epoch):
+            self.seen += 1
+            return self.seen <= 2
+
+        def run_kind(self, prompt_id):
+            return ALL_WRONG
+
+    plan = EpochPlan([f"p{i}" for i in range(5)], SkipAtDraw(), seed=0, epochs=2)
+    assert len(plan.draw(2)) == 2 and plan.ended_metrics() == {}
+    assert len(plan.draw(2)) == 2 and plan.epoch == 2  # epoch 1's last 3 prompts were skipped on the way
+    ended = plan.ended_metrics()
+    assert ended["filter/ended_epoch"] == 1
+    assert ended["filter/ended_epoch_skipped_all_wrong"] == 3 and ended["filter/ended_epoch_active_prompts"] == 2
+    assert plan.counts.skipped == 0  # epoch 2's own counts start afresh
