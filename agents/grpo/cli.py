@@ -20,10 +20,12 @@ machines (its ``--nnodes``, ``--node-rank`` and ``--rdzv-*`` flags).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -40,13 +42,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("config", help="YAML config (see agents/grpo/configs/)")
     parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides, e.g. grpo.group_size=4")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--verbose", action="store_true", help="show the backends' INFO and WARNING lines")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     parser.add_argument("--nproc", type=int, default=1, help="ranks on this machine (re-launches under torchrun)")
     args = parser.parse_intermixed_args(argv)  # options between overrides too
     if args.nproc < 1:
         parser.error("--nproc must be at least 1")
     if args.nproc > 1 and "WORLD_SIZE" not in os.environ and not args.print_config:
-        flags = ["--no-progress"] if args.no_progress else []
+        flags = ["--no-progress"] * args.no_progress + ["--verbose"] * args.verbose
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}"]
         os.execv(sys.executable, [*command, "-m", "agents.grpo.cli", args.config, *args.overrides, *flags])
 
@@ -60,10 +63,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.print_config:
         print(dump_config(config), end="")
         return 0
+    from agents.cli import quiet_backends
+
+    with contextlib.nullcontext() if args.verbose else quiet_backends():
+        return _train(config, progress=not args.no_progress)
+
+
+def _train(config: Any, *, progress: bool) -> int:
     from agents.grpo.trainer import GRPOTrainer, RunConflict
 
     try:
-        trainer = GRPOTrainer(config, progress=not args.no_progress)
+        trainer = GRPOTrainer(config, progress=progress)
     except RunConflict as e:
         print(f"tooluse-train: {e}", file=sys.stderr)
         return 2
