@@ -22,7 +22,6 @@ An episode cut short by the step limit before its last turn fails with
 from __future__ import annotations
 
 import copy
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -216,12 +215,12 @@ _MISSING = object()
 
 def _missing(needed: Sequence[str], available: Sequence[str]) -> list[str]:
     """Items of `needed` not matched one-to-one by equal items of `available` (any order)."""
-    pool = Counter(available)
+    pool = list(available)
     out = []
     for item in needed:
-        if pool[item] > 0:
-            pool[item] -= 1
-        else:
+        try:
+            pool.remove(item)
+        except ValueError:
             out.append(item)
     return out
 

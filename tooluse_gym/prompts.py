@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from tooluse_gym.protocol import sha256_text
@@ -76,10 +77,15 @@ class SystemPromptSpec:
     template: str | None
     format_functions: Callable[[Sequence[Mapping[str, Any]]], str] = _one_per_line
 
-    @property
+    @cached_property
     def carries_tools(self) -> bool:
         """Whether the function list is in the prompt (then the ``tools`` field is left empty)."""
         return self.template is not None and FUNCTIONS_PLACEHOLDER in self.template
+
+    @cached_property
+    def _pieces(self) -> list[str]:
+        """The template split at each ``{functions}`` (joining them with the list is ``str.replace``)."""
+        return self.template.split(FUNCTIONS_PLACEHOLDER) if self.template is not None else []
 
     @property
     def sha256(self) -> str:
@@ -90,7 +96,7 @@ class SystemPromptSpec:
             return None
         if not self.carries_tools:
             return self.template
-        return self.template.replace(FUNCTIONS_PLACEHOLDER, self.format_functions(functions))
+        return self.format_functions(functions).join(self._pieces)
 
 
 def system_prompt_spec(prompt: str, tool_format: str) -> SystemPromptSpec:

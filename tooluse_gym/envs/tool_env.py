@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gymnasium as gym
+import numpy as np
 from gymnasium import spaces
+from gymnasium.utils import seeding
 
 from tooluse_gym.checker import CheckResult, EpisodeChecker, LiveTruth, TruthTurn, play_ground_truth
 from tooluse_gym.envs.knobs import DECODERS, TOOL_FORMATS, check_choice
@@ -121,6 +123,10 @@ class ToolUseEnv(gym.Env[dict, Any]):
         self._protocol_dict = protocol.to_dict()
         self._truth_cache: OrderedDict[str, tuple[TruthTurn, ...]] = OrderedDict()
         self._played_once: OrderedDict[str, None] = OrderedDict()
+        # per task of this env (by id: `tasks` holds them): names offered from a turn on, and their tool
+        # schemas (shared, never mutated)
+        self._offered_cache: dict[tuple[int, int], frozenset[str]] = {}
+        self._tools_cache: dict[tuple[int, frozenset[str]], list[dict[str, Any]]] = {}
         self.render_mode = render_mode
         self.action_space = AssistantAction(MAX_MESSAGE_CHARS)
         self.observation_space = spaces.Dict({"messages": Conversation(), "tools": ToolSchemas()})
@@ -130,7 +136,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
     # --- Gymnasium API -------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
+        self._seed_lazily(seed)
         task_id = (options or {}).get("task_id")
         if task_id is None:
             index = int(self.np_random.integers(len(self.tasks)))
@@ -149,7 +155,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
         self.total_steps = 0
         self._done = False
         self._result: CheckResult | None = None
-        self._offered = self.task.offered_names(0)
+        self._offered = self._offered_names(0)
         self._tools: list[dict[str, Any]] | None = None
         self._present_turn()
         info = {"task_id": self.task.task_id, "turn": 0, "protocol": self._protocol(seed)}
@@ -203,6 +209,41 @@ class ToolUseEnv(gym.Env[dict, Any]):
     def close(self) -> None:
         self._done = True
 
+    # --- seeding ---------------------------------------------------------------------------
+    # `reset(seed=s)` makes `np_random` the generator `seeding.np_random(s)` gives, as
+    # `gym.Env.reset` does, but builds it on first use: most resets name their task and never
+    # draw from it. A generator built later from the same seed draws the same numbers.
+
+    def _seed_lazily(self, seed: int | None) -> None:
+        if seed is None:
+            return
+        if not (isinstance(seed, int) and seed >= 0):
+            seeding.np_random(seed)  # raises gymnasium's own error for this seed
+        self._pending_seed = seed
+        self._np_random = None
+        self._np_random_seed = None
+
+    def _materialize_seed(self) -> None:
+        seed = self.__dict__.pop("_pending_seed", None)
+        if seed is not None:
+            self._np_random, self._np_random_seed = seeding.np_random(seed)
+
+    @property
+    def np_random(self) -> np.random.Generator:
+        self._materialize_seed()
+        return super().np_random
+
+    @np_random.setter
+    def np_random(self, value: np.random.Generator) -> None:
+        self.__dict__.pop("_pending_seed", None)
+        self._np_random = value
+        self._np_random_seed = -1
+
+    @property
+    def np_random_seed(self) -> int:
+        self._materialize_seed()
+        return super().np_random_seed
+
     # --- internals -------------------------------------------------------------------------
 
     def _new_runtime(self) -> ToolRuntime:
@@ -237,7 +278,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
 
     def _present_turn(self) -> None:
         if self.turn in self.task.held_out:
-            self._offered = self.task.offered_names(self.turn)
+            self._offered = self._offered_names(self.turn)
             self._tools = None
         user = self.task.turns[self.turn]
         if user:
@@ -279,9 +320,22 @@ class ToolUseEnv(gym.Env[dict, Any]):
         ]
         return message
 
+    def _offered_names(self, turn: int) -> frozenset[str]:
+        key = (id(self.task), turn)
+        names = self._offered_cache.get(key)
+        if names is None:
+            names = self._offered_cache[key] = self.task.offered_names(turn)
+        return names
+
     def _obs(self) -> dict[str, Any]:
         if self._tools is None:
-            self._tools = [openai_tool(d) for d in self.task.all_functions() if d["name"] in self._offered]
+            key = (id(self.task), self._offered)
+            tools = self._tools_cache.get(key)
+            if tools is None:
+                offered = self._offered
+                tools = [openai_tool(d) for d in self.task.all_functions() if d["name"] in offered]
+                self._tools_cache[key] = tools
+            self._tools = tools
         return {"messages": list(self.messages), "tools": list(self._tools)}
 
     @property

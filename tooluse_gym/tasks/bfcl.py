@@ -25,7 +25,7 @@ from typing import Any
 from tooluse_gym.errors import DependencyNotInstalled, TaskLoadError
 from tooluse_gym.tasks.task import Task
 from tooluse_gym.tools.parsing import parse_call_string
-from tooluse_gym.tools.runtime import BackendHooks
+from tooluse_gym.tools.runtime import BackendHooks, copy_state
 from tooluse_gym.tools.schemas import DocCache
 from tooluse_gym.types import ToolCall
 
@@ -151,6 +151,28 @@ def _keyword_call(call: ToolCall, classes: list[type]) -> ToolCall:
     return ToolCall(name=call.name, arguments=arguments)
 
 
+_DOC_POOL: dict[str, Mapping[str, Any]] = {}
+
+
+def _shared_docs(docs: Sequence[Mapping[str, Any]]) -> tuple[Mapping[str, Any], ...]:
+    """The docs (loaded from JSON), each replaced by the one object every task with an identical doc shares.
+
+    For data loaded from JSON, the same JSON text means the same keys in the same order and
+    values of the same types, so nothing that reads a doc can tell the shared one from the
+    task's own; the tasks then share what is derived from a doc (its rendering, its validator,
+    its tool schema). Docs are never mutated.
+    """
+    out = []
+    for doc in docs:
+        try:
+            key = json.dumps(doc)
+        except (TypeError, ValueError):
+            out.append(doc)
+            continue
+        out.append(_DOC_POOL.setdefault(key, doc))
+    return tuple(out)
+
+
 def _to_task(entry: dict[str, Any], truth: list[list[str]], category: str) -> Task:
     task_id = entry["id"]
     classes = [backend_classes()[name] for name in entry["involved_classes"]]
@@ -164,13 +186,13 @@ def _to_task(entry: dict[str, Any], truth: list[list[str]], category: str) -> Ta
             if m.get("role") != "user" or not isinstance(m.get("content"), str):
                 raise TaskLoadError(f"{task_id} turn {i}: expected user messages, got {m!r:.80}")
         turns.append(tuple({"role": "user", "content": m["content"]} for m in messages))
-    held_out = {int(t): tuple(docs) for t, docs in entry.get("missed_function", {}).items()}
+    held_out = {int(t): _shared_docs(docs) for t, docs in entry.get("missed_function", {}).items()}
     return Task(
         task_id=task_id,
         category=category,
         turns=tuple(turns),
         ground_truth=ground_truth,
-        functions=tuple(entry["function"]),
+        functions=_shared_docs(entry["function"]),
         backends=tuple(entry["involved_classes"]),
         initial_config=entry["initial_config"],
         held_out=held_out,
@@ -185,10 +207,14 @@ _SHARED_AFTER_LOAD = {"TravelAPI": ("credit_card_list", "booking_record")}
 
 
 def isolate_instance(backend: str, instance: Any, long_context: bool) -> None:
-    """Deep-copy state that a freshly loaded simulator shares with its module."""
+    """Deep-copy state that a freshly loaded simulator shares with its module.
+
+    The shared state is JSON-like data with no object in it twice (tests/tools/test_fast_paths.py
+    checks this), for which `copy_state` makes the same copy as `copy.deepcopy`, faster.
+    """
     if long_context:
         for attr in _SHARED_AFTER_LOAD.get(backend, ()):
-            setattr(instance, attr, copy.deepcopy(getattr(instance, attr)))
+            setattr(instance, attr, copy_state(getattr(instance, attr)))
 
 
 _PRECISION_LIMIT = 1000
@@ -274,8 +300,33 @@ def system_prompt_template(call_format: str | None = None) -> str:
 
 
 def format_functions(functions: Sequence[Mapping[str, Any]]) -> str:
-    """The function list as BFCL puts it into its system prompt."""
-    return json.dumps(list(functions), indent=4)
+    """The function list as BFCL puts it into its system prompt: ``json.dumps(docs, indent=4)``.
+
+    The same text, built from each doc's own rendering, made once per doc object: a list
+    item's lines are the doc's lines indented one level (JSON strings hold no raw newline).
+    """
+    docs = list(functions)
+    if not docs:
+        return "[]"
+    parts = []
+    for doc in docs:
+        hit = _RENDERED.get(id(doc))
+        if hit is None or hit[0] is not doc:
+            if type(doc) is not dict:
+                return json.dumps(docs, indent=4)
+            hit = _render_doc(doc)
+        parts.append(hit[1])
+    return "[\n    " + ",\n    ".join(parts) + "\n]"
+
+
+_RENDERED: dict[int, tuple[Mapping[str, Any], str]] = {}
+
+
+def _render_doc(doc: Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
+    if len(_RENDERED) >= 65536:
+        _RENDERED.clear()
+    hit = _RENDERED[id(doc)] = (doc, json.dumps(doc, indent=4).replace("\n", "\n    "))  # `doc` keeps its id
+    return hit
 
 
 def holdout_notice_template(prompting: bool) -> str:

@@ -27,7 +27,7 @@ class Task:
         backends: Tool backend names (BFCL class names) whose instances the task uses.
         initial_config: Backend name -> initial state, passed to the backend's loader.
         long_context: Whether backends load their long-context padding.
-        source: Where the task came from (``bfcl`` or a scenario file path).
+        source: Where the task came from (``bfcl``: bfcl_eval's JSON data, or a scenario file path).
     """
 
     task_id: str

@@ -35,7 +35,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tooluse_gym.tools import arithmetic
-from tooluse_gym.tools.parsing import MAX_CALLS_PER_MESSAGE, MAX_MESSAGE_CHARS, parse_expression, parse_python_calls
+from tooluse_gym.tools.call_lists import certain_syntax_error, read_call_list
+from tooluse_gym.tools.call_strings import call_tree, plain_arguments, plain_call
+from tooluse_gym.tools.parsing import (
+    MAX_CALLS_PER_MESSAGE,
+    MAX_MESSAGE_CHARS,
+    literal_call,
+    parse_expression,
+    parse_python_calls,
+)
 from tooluse_gym.types import ParsedAction, ToolCall
 
 # The same size limits as the lenient parser and the arithmetic evaluator (the README lists them).
@@ -58,12 +66,25 @@ def visible_response(text: str) -> str:
 
 def decode_python(text: str) -> list[str]:
     """The call strings ``default_decode_execute_prompting(text)`` returns; raises `DecodeError`."""
+    return [source for source, _, _ in _decode_python(text)]
+
+
+_Decoded = list[tuple[str, Any, Any]]
+"""Each call as (call string, name, arguments as decoded)."""
+
+
+def _decode_python(text: str) -> _Decoded:
     result = text.strip("`\n ")
     if not result.startswith("["):
         result = "[" + result
     if not result.endswith("]"):
         result = result + "]"
     cleaned = result.strip().strip("'")
+    read = read_call_list(cleaned, names=True)  # the common shape, read as `ast` would read it
+    if read is not None:
+        return [(_call_string(name, args), name, args) for name, args in read]
+    if certain_syntax_error(cleaned):  # prose: what `ast` would say, without the failed parse
+        raise DecodeError("not a Python call list (SyntaxError)")
     try:
         body = parse_expression(cleaned).body
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
@@ -81,7 +102,7 @@ def decode_python(text: str) -> list[str]:
     budget = [MAX_NODES]
     decoded = [_resolve_call(n, 0, budget) for n in nodes]
     try:
-        return [_call_string(name, args) for call in decoded for name, args in call.items()]
+        return [(_call_string(name, args), name, args) for call in decoded for name, args in call.items()]
     except (ValueError, RecursionError) as e:  # e.g. an int too long to print
         raise DecodeError(f"cannot write the call ({type(e).__name__})") from None
 
@@ -171,6 +192,10 @@ def decode_function_calls(calls: Any) -> list[str]:
     `calls` is BFCL's function-calling response: a list of ``{name: arguments}`` dicts
     (arguments a JSON string or a dict), or one such dict.
     """
+    return [source for source, _, _ in _decode_function_calls(calls)]
+
+
+def _decode_function_calls(calls: Any) -> _Decoded:
     if type(calls) is dict:
         calls = [calls]
     if isinstance(calls, str):  # a text reply: BFCL iterates its characters and fails (or finds none)
@@ -194,7 +219,7 @@ def decode_function_calls(calls: Any) -> list[str]:
             if not isinstance(arguments, Mapping):
                 raise DecodeError(f"arguments of {name} are not a JSON object")
             try:
-                out.append(f"{name}({','.join(f'{k}={v!r}' for k, v in arguments.items())})")
+                out.append((f"{name}({','.join(f'{k}={v!r}' for k, v in arguments.items())})", name, arguments))
             except (ValueError, RecursionError) as e:
                 raise DecodeError(f"cannot write the call ({type(e).__name__})") from None
     return out
@@ -202,6 +227,10 @@ def decode_function_calls(calls: Any) -> list[str]:
 
 def decode_tool_call_tags(text: str) -> list[str]:
     """The call strings ``QwenFCHandler.decode_execute(text)`` returns; raises `DecodeError`."""
+    return [source for source, _, _ in _decode_tool_call_tags(text)]
+
+
+def _decode_tool_call_tags(text: str) -> _Decoded:
     items = []
     for block in _TOOL_CALL_BLOCK.findall(text):
         try:
@@ -216,7 +245,7 @@ def decode_tool_call_tags(text: str) -> list[str]:
         calls = [{item["name"]: item["arguments"]} for item in items]
     except (KeyError, TypeError) as e:
         raise DecodeError(f"a <tool_call> lacks 'name' or 'arguments' ({type(e).__name__})") from None
-    return decode_function_calls(calls)
+    return _decode_function_calls(calls)
 
 
 # --- actions ---------------------------------------------------------------------------
@@ -233,7 +262,7 @@ def parse_action_bfcl(action: Any, tool_format: str) -> ParsedAction:
         if "tool_calls" in action:
             raw = action["tool_calls"]
             ids = [c.get("id") if isinstance(c, Mapping) else None for c in raw] if isinstance(raw, list) else []
-            return _parsed(content, lambda: decode_function_calls(_fc_response(raw, content)), ids)
+            return _parsed(content, lambda: _decode_function_calls(_fc_response(raw, content)), ids)
         action = content
     if not isinstance(action, str):
         return ParsedAction(content="", failure=f"action must be str or dict, got {type(action).__name__}")
@@ -241,9 +270,9 @@ def parse_action_bfcl(action: Any, tool_format: str) -> ParsedAction:
         return ParsedAction(content=action, failure=f"message longer than {MAX_MESSAGE_CHARS} characters")
     visible = visible_response(action)
     if tool_format == "python":
-        return _parsed(action, lambda: decode_python(visible))
+        return _parsed(action, lambda: _decode_python(visible))
     if tool_format == "json":
-        return _parsed(action, lambda: decode_tool_call_tags(visible))
+        return _parsed(action, lambda: _decode_tool_call_tags(visible))
     raise ValueError(f"unknown tool_format {tool_format!r}; expected 'python' or 'json'")
 
 
@@ -262,21 +291,55 @@ def _fc_response(raw_calls: Any, content: str) -> Any:
     return out
 
 
-def _parsed(content: str, decode: Callable[[], list[str]], ids: Sequence[Any] = ()) -> ParsedAction:
+def _parsed(content: str, decode: Callable[[], _Decoded], ids: Sequence[Any] = ()) -> ParsedAction:
     try:
-        strings = decode()
+        decoded = decode()
     except DecodeError as e:
         return ParsedAction(content=content, failure=str(e))
     calls = []
-    for i, source in enumerate(strings):
+    for i, (source, name, arguments) in enumerate(decoded):
         call_id = ids[i] if i < len(ids) and isinstance(ids[i], str) else None
-        calls.append(ToolCall(name=source.split("(", 1)[0], arguments=_shown(source), call_id=call_id, source=source))
+        # a plain call string reads back as its decoded arguments: no need to parse it (both decoders
+        # write ``name(k=repr(v), ...)`` for such arguments)
+        plain = plain_call(source, name, arguments, written_from_them=True)
+        shown = plain_arguments(arguments) if plain else _shown(source)
+        calls.append(ToolCall(name=source.split("(", 1)[0], arguments=shown, call_id=call_id, source=source))
     return ParsedAction(content=content, calls=tuple(calls))
 
 
 def _shown(source: str) -> dict[str, Any]:
-    """The call's arguments for transcripts, where they are plain literals (else none are shown)."""
-    parsed = parse_python_calls(source)
-    if len(parsed.calls) != 1 or parsed.calls[0].error or parsed.calls[0].positional:
+    """The call's arguments for transcripts, where they are plain literals (else none are shown).
+
+    They are what the lenient parser reads in the call string. When the string is one that
+    parser would only wrap in brackets (no reasoning block, fence, surrounding space or line
+    break, not bracketed, shallow), they are read from the string's own tree, which the runtime
+    then reuses to run the call (`call_tree`): "[s]" holds exactly one call if and only if s is one.
+    """
+    if _plain_call_text(source):
+        try:
+            body = call_tree(source).body
+        except Exception:
+            return {}
+        call = literal_call(body) if isinstance(body, ast.Call) else None
+    else:
+        parsed = parse_python_calls(source)
+        call = parsed.calls[0] if len(parsed.calls) == 1 else None
+    if call is None or call.error or call.positional:
         return {}
-    return dict(parsed.calls[0].arguments)
+    return dict(call.arguments)
+
+
+_MAX_PLAIN_BRACKETS = 150
+
+
+def _plain_call_text(source: str) -> bool:
+    return (
+        len(source) <= MAX_MESSAGE_CHARS
+        and source.endswith(")")
+        and not source.startswith(("[", "```"))
+        and not source[0].isspace()
+        and "<think>" not in source
+        and "\n" not in source  # inside brackets Python joins lines, at the top level it does not
+        and "\r" not in source
+        and source.count("(") + source.count("[") + source.count("{") < _MAX_PLAIN_BRACKETS
+    )

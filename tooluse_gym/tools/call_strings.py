@@ -21,10 +21,13 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Container
+from functools import lru_cache, partial
+from keyword import iskeyword
+from math import isfinite
 from typing import Any
 
 from tooluse_gym.tools import arithmetic
-from tooluse_gym.tools.parsing import parse_expression
+from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS, parse_expression
 
 BLOCKED_NAMES = ("kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run")
 """Names BFCL's executor refuses to call, checked exactly as it does (on the outermost call)."""
@@ -62,6 +65,100 @@ def run_call_string(source: str, methods: Container[str], invoke: Invoke, string
         return f"Error during execution: {e}"
 
 
+def plain_call(source: str, name: Any, arguments: Any, *, written_from_them: bool = False) -> bool:
+    """Whether `source` is exactly ``name(k=repr(v), ...)`` over plain values, nothing else.
+
+    Plain: `name` and every key are ASCII identifiers that may name a keyword argument, the
+    values are strings, booleans, None, integers within +-2**63, finite floats, and shallow,
+    small lists and tuples of those, written with ``, `` or ``,`` between arguments (the two
+    decoders' forms) and free of ``<think>``. Python reads each such ``repr`` back as an
+    equal value of the same type, so evaluating `source` calls `name` with equal copies of
+    `arguments` and does nothing else: `run_plain_call` returns what `run_call_string`
+    would, and the lenient parser reads `plain_arguments(arguments)` from it, without a parse.
+
+    `written_from_them`: the caller wrote `source` from `name` and `arguments` in one of those
+    two forms (the decoders do), so only the parts need checking.
+    """
+    if type(name) is not str or type(arguments) is not dict or not _plain_name(name):
+        return False
+    if len(source) > MAX_MESSAGE_CHARS or "<think>" in source:
+        return False
+    budget = [_PLAIN_NODES]
+    for key, value in arguments.items():
+        if type(key) is not str or not _plain_name(key) or not _plain_value(value, 0, budget):
+            return False
+    if written_from_them:
+        return True
+    parts = [f"{k}={v!r}" for k, v in arguments.items()]
+    return source == f"{name}({', '.join(parts)})" or (len(parts) > 1 and source == f"{name}({','.join(parts)})")
+
+
+_PLAIN_DEPTH = 8
+_PLAIN_NODES = 512
+_PLAIN_INT = 2**63
+
+
+def _plain_name(name: str) -> bool:
+    known = _PLAIN_NAMES.get(name)
+    if known is None:
+        known = name.isascii() and name.isidentifier() and not iskeyword(name) and name != "__debug__"
+        if len(_PLAIN_NAMES) >= 4096:
+            _PLAIN_NAMES.clear()
+        _PLAIN_NAMES[name] = known
+    return known
+
+
+_PLAIN_NAMES: dict[str, bool] = {}
+
+
+def _plain_value(value: Any, depth: int, budget: list[int]) -> bool:
+    budget[0] -= 1
+    if budget[0] < 0 or depth > _PLAIN_DEPTH:
+        return False
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is int:
+        return -_PLAIN_INT < value < _PLAIN_INT
+    if kind is float:
+        return isfinite(value)
+    if kind is list or kind is tuple:
+        return all(_plain_value(v, depth + 1, budget) for v in value)
+    return False
+
+
+def plain_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A copy of arguments that `plain_call` accepted: what evaluating (or literally parsing) their source gives."""
+    return {k: _copy_plain(v) for k, v in arguments.items()}
+
+
+def _copy_plain(value: Any) -> Any:
+    kind = type(value)
+    if kind is list:
+        return [_copy_plain(v) for v in value]
+    if kind is tuple:
+        return tuple(_copy_plain(v) for v in value)
+    return value
+
+
+def run_plain_call(
+    name: str, arguments: dict[str, Any], methods: Container[str], invoke: Invoke, stringify: Callable[[Any], str]
+) -> str:
+    """`run_call_string` of a call string that `plain_call` accepted for `name` and `arguments`, without parsing it.
+
+    The same checks in the same order: BFCL's blocklist (the head of a plain call is its
+    name), an unknown name, then the call with fresh copies of the arguments.
+    """
+    try:
+        if name in BLOCKED_NAMES:
+            raise Refused(f"Function call {name} is not allowed.")
+        if name not in methods:
+            raise NameError(f"name '{name}' is not defined")
+        return stringify(invoke(name, (), plain_arguments(arguments)))
+    except Exception as e:
+        return f"Error during execution: {e}"
+
+
 def evaluate_call_string(source: str, methods: Container[str], invoke: Invoke) -> Any:
     """The value of `source`, raising what BFCL's evaluation of it would raise (or `Refused`)."""
     if len(source) > MAX_SOURCE_CHARS:
@@ -70,11 +167,59 @@ def evaluate_call_string(source: str, methods: Container[str], invoke: Invoke) -
     if blocked is not None:
         raise Refused(f"Function call {blocked} is not allowed.")
     try:
-        tree = parse_expression(source, "<string>")
+        tree = call_tree(source)
     except RecursionError:
         raise Refused("call nested too deeply") from None
-    _check_keywords(tree.body)
+    if _may_repeat_keywords(tree.body):
+        _check_keywords(tree.body)
     return _Interpreter(methods, invoke).eval(tree.body, 0)
+
+
+call_tree: Callable[[str], ast.Expression] = lru_cache(maxsize=256)(partial(parse_expression, filename="<string>"))
+"""``parse_expression(source, "<string>")``, the tree shared by the last few callers of the same string.
+
+The decoder reads a call's arguments for the transcript from its tree, and the runtime then
+runs the call from the same tree: one parse. Trees are only read (the interpreter builds every
+list, dict and set anew), so sharing one carries no state from a call to another. Failures
+are not cached: each raises afresh.
+"""
+
+
+def _may_repeat_keywords(root: ast.AST) -> bool:
+    """False when no call in the tree repeats a keyword; True when one may (then `_check_keywords` decides).
+
+    Walks the node types call strings are made of; any other node type answers True.
+    """
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is ast.Constant or kind is ast.Name:
+            continue
+        if kind is ast.Call:
+            keywords = node.keywords
+            if len(keywords) > 1 and len({kw.arg for kw in keywords}) < len(keywords):
+                return True
+            stack.append(node.func)
+            stack.extend(node.args)
+            stack.extend(kw.value for kw in keywords)
+        elif kind is ast.List or kind is ast.Tuple or kind is ast.Set:
+            stack.extend(node.elts)
+        elif kind is ast.Dict:
+            if any(k is None for k in node.keys):
+                return True
+            stack.extend(node.keys)
+            stack.extend(node.values)
+        elif kind is ast.BinOp:
+            stack.append(node.left)
+            stack.append(node.right)
+        elif kind is ast.UnaryOp:
+            stack.append(node.operand)
+        elif kind is ast.Attribute:
+            stack.append(node.value)
+        else:
+            return True
+    return False
 
 
 def _check_keywords(root: ast.AST) -> None:

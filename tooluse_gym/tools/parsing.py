@@ -24,6 +24,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tooluse_gym.tools.call_lists import certain_syntax_error, read_call_list
 from tooluse_gym.types import ParsedAction, ToolCall
 
 MAX_MESSAGE_CHARS = 65536
@@ -38,13 +39,23 @@ _FENCE = re.compile(r"^```[A-Za-z0-9_+-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _LOOKS_LIKE_CALL = re.compile(r"^\s*\[?\s*[A-Za-z_][\w.]*\s*\(")
 
 
+# A run that starts with a digit (not inside a name) and reaches a keyword the tokenizer warns about.
+_NUMBER_THEN_KEYWORD = re.compile(r"(?<![\w])\d[\w.]*?(?:and|else|for|if|in|is|or|not)")
+
+
 def parse_expression(source: str, filename: str = "<unknown>") -> ast.Expression:
     """``ast.parse(source, filename, mode="eval")`` without the compiler's warnings.
 
     Model text such as ``grep(pattern='\\d+')`` makes the compiler warn (an invalid escape
     sequence: `DeprecationWarning` before Python 3.12, `SyntaxWarning` since); an env step
     must not turn model text into warnings. Raises what `compile` raises.
+
+    The parser warns about two things only: an invalid escape sequence (which needs a
+    backslash) and a number immediately followed by a keyword (``1if``, ``0x1for``); text
+    with neither is parsed without the cost of swapping the warning filters.
     """
+    if "\\" not in source and not _NUMBER_THEN_KEYWORD.search(source):
+        return compile(source, filename, "eval", ast.PyCF_ONLY_AST)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SyntaxWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -92,6 +103,11 @@ def parse_python_calls(text: str) -> ParsedAction:
         return ParsedAction(content=text)
     wrapped = body if body.startswith("[") else "[" + body
     wrapped = wrapped if wrapped.endswith("]") else wrapped + "]"
+    read = read_call_list(wrapped, names=False)  # the common shape, read as `ast` would read it
+    if read is not None:
+        return ParsedAction(content=text, calls=tuple(ToolCall(name=name, arguments=args) for name, args in read))
+    if certain_syntax_error(wrapped):  # prose: what `ast` would say, without the failed parse
+        return _no_calls(text, body, "not a Python call list (SyntaxError)")
     try:
         tree = parse_expression(wrapped).body
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as e:
@@ -188,6 +204,11 @@ def _call_name(func: ast.expr) -> str | None:
         return None
     parts.append(func.id)
     return ".".join(reversed(parts))
+
+
+def literal_call(node: ast.Call) -> ToolCall:
+    """The call a parsed call node stands for, with literal arguments (`error` set where one is not)."""
+    return _call_from_node(node)
 
 
 def _call_from_node(node: ast.Call) -> ToolCall:

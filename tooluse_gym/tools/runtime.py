@@ -18,13 +18,15 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import marshal
+import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from tooluse_gym.tasks.task import Task
-from tooluse_gym.tools.call_strings import run_call_string
+from tooluse_gym.tools.call_strings import plain_call, run_call_string, run_plain_call
 from tooluse_gym.tools.schemas import validation_error
 from tooluse_gym.types import ToolCall
 
@@ -86,16 +88,88 @@ def _signature(cls: type, name: str) -> inspect.Signature:
     return inspect.signature(getattr(cls, name))
 
 
+class _Binder:
+    """A method's signature, and what binding keyword arguments to it needs (None: bind in full)."""
+
+    __slots__ = ("names", "required", "signature")
+
+    def __init__(self, signature: inspect.Signature):
+        self.signature = signature
+        params = signature.parameters.values()
+        plain = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params)
+        self.names = tuple(p.name for p in params) if plain else None
+        self.required = frozenset(p.name for p in params if p.default is p.empty) if plain else frozenset()
+
+
+_BINDERS: dict[Any, _Binder] = {}
+
+
+def _binder(method: Any) -> _Binder:
+    """The binder of ``inspect.signature(method)``, made once per function for bound methods of plain functions."""
+    func = getattr(method, "__func__", None)
+    if type(method) is not types.MethodType or type(func) is not types.FunctionType:
+        return _Binder(inspect.signature(method))
+    binder = _BINDERS.get(func)
+    if binder is None:
+        binder = _BINDERS[func] = _Binder(inspect.signature(method))
+    return binder
+
+
+def bound_arguments(method: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``inspect.signature(method).bind(*args, **kwargs).arguments``; raises its TypeError.
+
+    Keyword arguments alone, to a signature of ordinary parameters, bind to themselves in
+    parameter order when they name only parameters and every parameter without a default:
+    that case skips `inspect`'s general binding.
+    """
+    binder = _binder(method)
+    names = binder.names
+    if not args and names is not None and binder.required <= kwargs.keys() and len(kwargs) <= len(names):
+        bound = {name: kwargs[name] for name in names if name in kwargs}
+        if len(bound) == len(kwargs):
+            return bound
+    return binder.signature.bind(*args, **kwargs).arguments
+
+
 def stringify_result(result: Any) -> str:
     """BFCL's conversion of a return value to the tool-result string."""
     if type(result) is str:
         return result
     if type(result) is dict:
         try:
-            return json.dumps(result)
+            return _json_dumps(result)
         except Exception:
             return str(result)
     return str(result)
+
+
+def _json_dumps(value: dict[str, Any]) -> str:
+    """``json.dumps(value)`` for a dict, or an exception where json.dumps raises one.
+
+    One C encoder with json.dumps' settings serves every call. It skips the circular-reference
+    check, so a circular value raises RecursionError instead of ValueError: `stringify_result`
+    turns either into ``str(value)``, as BFCL does.
+    """
+    if _C_ENCODER is None:
+        return json.dumps(value)
+    return "".join(_C_ENCODER(value, 0))
+
+
+_C_ENCODER = (
+    None
+    if json.encoder.c_make_encoder is None
+    else json.encoder.c_make_encoder(
+        None,  # no circular-reference markers
+        json.JSONEncoder().default,
+        json.encoder.encode_basestring_ascii,
+        None,  # indent
+        ": ",
+        ", ",
+        False,  # sort_keys
+        False,  # skipkeys
+        True,  # allow_nan
+    )
+)
 
 
 def copy_state(value: Any) -> Any:
@@ -112,14 +186,42 @@ def copy_state(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def _too_big_int(value: Any, depth: int = 0) -> bool:
-    if type(value) is int:
+def copy_initial_state(value: Any, from_json: bool) -> Any:
+    """`copy_state` of a backend's initial state; in C (a marshal round trip) for data loaded from JSON.
+
+    JSON gives dicts, lists, strings, numbers, booleans and None, each object in one place;
+    for such data the marshal copy is `copy_state`'s: equal values of the same types, in the
+    same order, sharing nothing with `value`. (marshal would turn a bytearray or an array into
+    bytes, so other data goes through `copy_state`.)
+    """
+    if from_json:
+        try:
+            return marshal.loads(marshal.dumps(value))
+        except ValueError:
+            pass
+    return copy_state(value)
+
+
+def _too_big_int(value: Any) -> bool:
+    kind = type(value)
+    if kind is int:
         return abs(value) > MAX_INT_MAGNITUDE
-    if isinstance(value, (list, tuple)):
-        return any(_too_big_int(v, depth + 1) for v in value)
-    if isinstance(value, Mapping):
-        return any(_too_big_int(v, depth + 1) for v in value.values())
-    return False
+    if kind is str or kind is float or kind is bool or value is None:
+        return False
+    if kind is dict:
+        items = value.values()
+    elif isinstance(value, (list, tuple)):
+        items = value
+    elif isinstance(value, Mapping):
+        items = value.values()
+    else:
+        return False
+    for item in items:  # a loop rather than any(): no generator frame per level
+        if _too_big_int(item):
+            break
+    else:
+        return False
+    return True
 
 
 class ToolRuntime:
@@ -152,7 +254,7 @@ class ToolRuntime:
             cls = classes[backend]
             instance = cls()
             if backend not in stateless:
-                state = copy_state(task.initial_config.get(backend, {}))
+                state = copy_initial_state(task.initial_config.get(backend, {}), from_json=task.source == "bfcl")
                 if hasattr(instance, "_load_scenario"):
                     instance._load_scenario(state, long_context=task.long_context)
                 else:
@@ -160,12 +262,15 @@ class ToolRuntime:
                 if hooks.isolate is not None:
                     hooks.isolate(backend, instance, task.long_context)
             self.instances[backend] = instance
-            for name in _public_methods(cls):
-                if name in self._owner and self._owner[name] != backend:
-                    raise ValueError(f"function {name!r} is defined by both {self._owner[name]} and {backend}")
-                self._owner[name] = backend
-        relax = hooks.validation_doc or (lambda doc: doc)
-        self._docs = {doc["name"]: relax(doc) for doc in task.all_functions()}
+            methods = _public_methods(cls)
+            if not self._owner.keys().isdisjoint(methods):
+                for name in methods:
+                    if name in self._owner and self._owner[name] != backend:
+                        raise ValueError(f"function {name!r} is defined by both {self._owner[name]} and {backend}")
+            self._owner.update(dict.fromkeys(methods, backend))
+        self._task = task
+        self._relax = hooks.validation_doc
+        self._docs: dict[str, Mapping[str, Any] | None] = {}  # name -> doc to validate against, as needed
         self._validate = validate
         self._guard = hooks.guard
 
@@ -212,7 +317,10 @@ class ToolRuntime:
             invoked.append(name)
             return method(*args, **kwargs)
 
-        result = run_call_string(call.source, methods, invoke, stringify_result)
+        if plain_call(call.source, call.name, call.arguments):  # the same result, without a parse
+            result = run_plain_call(call.name, call.arguments, methods, invoke, stringify_result)
+        else:
+            result = run_call_string(call.source, methods, invoke, stringify_result)
         if len(result) > MAX_RESULT_CHARS:
             result = result[:MAX_RESULT_CHARS] + "...[truncated]"
         return CallRecord(call, result, executed=bool(invoked))
@@ -220,7 +328,7 @@ class ToolRuntime:
     def _check_bound(self, name: str, method: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
         """The runtime's refusals for a call given by position and keyword (None: run it)."""
         try:
-            bound = inspect.signature(method).bind(*args, **kwargs).arguments
+            bound = bound_arguments(method, args, kwargs)
         except TypeError:  # the method itself raises Python's own TypeError for these
             return "integer arguments must lie within +-2**63" if _too_big_int([args, kwargs]) else None
         return self._check(self._owner[name], name, bound)
@@ -251,11 +359,24 @@ class ToolRuntime:
                 raise TypeError("variadic parameters cannot be bound by position")
         return arguments
 
+    def _validation_doc(self, name: str) -> Mapping[str, Any] | None:
+        """The (relaxed) doc of `name`: the task's last doc of that name, as a name -> doc dict would keep."""
+        found = None
+        for doc in self._task.all_functions():
+            if doc["name"] == name:
+                found = doc
+        if found is not None and self._relax is not None:
+            found = self._relax(found)
+        self._docs[name] = found
+        return found
+
     def _check(self, backend: str, name: str, kwargs: Mapping[str, Any]) -> str | None:
         if _too_big_int(kwargs):
             return "integer arguments must lie within +-2**63"
-        if self._validate and name in self._docs:
-            problem = validation_error(self._docs[name], kwargs)
-            if problem is not None:
-                return problem
+        if self._validate:
+            doc = self._docs[name] if name in self._docs else self._validation_doc(name)
+            if doc is not None:
+                problem = validation_error(doc, kwargs)
+                if problem is not None:
+                    return problem
         return self._guard(backend, name, kwargs) if self._guard else None

@@ -181,11 +181,16 @@ def compile_predicate(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None
     required = tuple(schema.get("required") or ())
 
     def check(value: Any) -> bool:
-        if type_checks and not any(t(value) for t in type_checks):
-            return False
-        if isinstance(value, dict):
-            if any(r not in value for r in required):
+        if type_checks:
+            for type_check in type_checks:
+                if type_check(value):
+                    break
+            else:
                 return False
+        if isinstance(value, dict):
+            for r in required:
+                if r not in value:
+                    return False
             for key, sub in value.items():
                 prop = props.get(key)
                 if prop is None:
@@ -194,7 +199,9 @@ def compile_predicate(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None
                 elif not prop(sub):
                     return False
         if item_check is not None and isinstance(value, (list, tuple)):
-            return all(item_check(v) for v in value)
+            for v in value:
+                if not item_check(v):
+                    return False
         return True
 
     return check
@@ -214,7 +221,7 @@ _COMPILED: DocCache[_CompiledArguments] = DocCache(_CompiledArguments)
 def validation_error(doc: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:
     """The first problem with `arguments` for `doc`, as one readable line, or None if valid."""
     compiled = _COMPILED.get(doc)
-    if compiled.fast is not None and compiled.fast(dict(arguments)):
+    if compiled.fast is not None and compiled.fast(arguments if type(arguments) is dict else dict(arguments)):
         return None
     error = jsonschema.exceptions.best_match(compiled.validator.iter_errors(dict(arguments)))
     if error is None:
