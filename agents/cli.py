@@ -138,11 +138,11 @@ def quiet_backends() -> Iterator[None]:
         try:
             yield
         finally:
-            for name, value in saved.items():
-                if value is None:
+            for name, old in saved.items():
+                if old is None:
                     os.environ.pop(name, None)
                 else:
-                    os.environ[name] = value
+                    os.environ[name] = old
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -371,7 +371,9 @@ class MetricsRecord:
         return cls(step=_number(data["step"], "step", int), values=values, schema_version=version)
 
 
-def _read(path: str | os.PathLike[str], kind: type, wanted: Any) -> tuple[list[Any], FileHealth]:
+def _read(
+    path: str | os.PathLike[str], kind: type[EpisodeRecord] | type[MetricsRecord], wanted: Any
+) -> tuple[list[Any], FileHealth]:
     objects, health = read_jsonl(path)
     records, unreadable = [], 0
     for obj in objects:

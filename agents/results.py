@@ -102,7 +102,7 @@ def summarize(episodes: Episodes, known_issues: KnownIssues | None = None) -> di
     rewards: dict[tuple[str, int], list[float]] = defaultdict(list)
     errors: Counter[str] = Counter()
     checker_errors: Counter[str] = Counter()
-    tokens = Counter()
+    tokens: Counter[str] = Counter()
     per_task: dict[tuple[str, str], list[float]] = defaultdict(list)
     for ep in episodes:
         rewards[(ep.category, ep.seed)].append(ep.reward)
