@@ -68,6 +68,7 @@ class AgentError:
     message: str
 
     def to_dict(self) -> dict[str, str]:
+        """The error as it is written into an episode record."""
         return {"type": self.type, "message": self.message}
 
 
@@ -95,6 +96,7 @@ class Generation:
 
     @property
     def action(self) -> Any:
+        """What to pass to `env.step`: the structured `message` when there is one, else `text`."""
         return self.message if self.message is not None else self.text
 
 
@@ -104,13 +106,17 @@ class Agent(Protocol):
 
     name: str
 
-    def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]: ...
+    def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
+        """One generation per request, in the requests' order (a failure is a generation with `error`)."""
+        ...
 
     def describe(self) -> dict[str, Any]:
         """JSON-able identity of the agent (backend, model, settings) for result files."""
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the backend (an engine, a client); the agent is not used afterwards."""
+        ...
 
 
 @runtime_checkable

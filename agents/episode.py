@@ -29,6 +29,7 @@ class StepCost:
 
     @classmethod
     def of(cls, generation: Generation) -> StepCost:
+        """The cost of one generation (latency rounded to 0.1 ms)."""
         return cls(generation.prompt_tokens, generation.completion_tokens, round(generation.latency_s, 4))
 
 
@@ -112,11 +113,13 @@ class EpisodeWriter:
             self._file.write("\n")
 
     def write(self, record: Mapping[str, Any]) -> None:
+        """Append one record as a line, flushed and synced (a killed run loses at most that line)."""
         self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
         self._file.flush()
         os.fsync(self._file.fileno())
 
     def close(self) -> None:
+        """Close the file."""
         self._file.close()
 
     def __enter__(self) -> EpisodeWriter:

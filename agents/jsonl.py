@@ -46,6 +46,7 @@ class FileHealth:
         return self.corrupt_lines + int(self.torn_last_line)
 
     def describe(self) -> str:
+        """What was skipped, in words for a warning or a status bar (empty when nothing was)."""
         parts = []
         if self.corrupt_lines:
             parts.append(f"{self.corrupt_lines} corrupt line{'s' if self.corrupt_lines != 1 else ''} skipped")
@@ -75,6 +76,7 @@ class JsonlFile:
 
     @property
     def health(self) -> FileHealth:
+        """The corrupt lines and torn last line seen so far."""
         return FileHealth(len(self._corrupt), self._torn)
 
     def refresh(self) -> range:

@@ -28,6 +28,7 @@ class OracleAgent:
         self._done: list[tuple[Hashable, Generation]] = []
 
     def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig | None = None) -> list[Generation]:
+        """The ground-truth message for each request (sampling settings are ignored)."""
         return [Generation(text=self.message(r)) for r in requests]
 
     def submit(self, items: Sequence[tuple[Hashable, AgentRequest]], sampling: SamplingConfig | None = None) -> None:
@@ -35,10 +36,16 @@ class OracleAgent:
         self._done.extend((key, Generation(text=self.message(r))) for key, r in items)
 
     def collect(self) -> list[tuple[Hashable, Generation]]:
+        """Every generation submitted since the last call, with its key."""
         done, self._done = self._done, []
         return done
 
     def message(self, request: AgentRequest) -> str:
+        """The turn's ground-truth calls in the request's tool format, or a message without calls once they ran.
+
+        Raises:
+            ValueError: The request carries no task.
+        """
         if request.task is None:
             raise ValueError("the oracle needs the task in its request")
         calls = request.task.ground_truth[request.turn]
@@ -55,10 +62,11 @@ class OracleAgent:
         return self.message(request_for(env, observation, seed=0))
 
     def describe(self) -> dict[str, Any]:
+        """The agent's identity for result files."""
         return {"name": self.name}
 
     def close(self) -> None:
-        pass
+        """Nothing to release."""
 
 
 def run_episode(env: gym.Env, agent: OracleAgent, task_id: str, seed: int = 0) -> tuple[float, dict[str, Any]]:

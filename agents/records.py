@@ -1,7 +1,7 @@
-"""The run files' formats as types, with a checked version: `EpisodeRecord` is one line of
-``episodes.jsonl``, `MetricsRecord` one line of a training run's ``metrics.jsonl``.
+"""The run files' formats as types, with a checked version.
 
-The harness and the trainer write episodes (`agents.episode.episode_record`), the trainer
+`EpisodeRecord` is one line of ``episodes.jsonl``, `MetricsRecord` one line of a training run's
+``metrics.jsonl``. The harness and the trainer write episodes (`agents.episode.episode_record`), the trainer
 writes metrics (`agents.grpo.runlog`); `tooluse-eval`, the TUI and the benchmarks read both
 through `read_episodes` and `read_metrics`. `from_dict` accepts every record written so far
 (schema 1, keys added later defaulted, the trainer's ``train`` and ``eval_step`` kept in
@@ -125,6 +125,7 @@ class StepEntry:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The step as it is written in a turn's ``steps``."""
         out: dict[str, Any] = {
             "turn": self.turn,
             "assistant": self.assistant,
@@ -143,6 +144,7 @@ class StepEntry:
 
     @classmethod
     def from_dict(cls, data: Any, index: int = 0) -> StepEntry:
+        """A written step; `index` is its position when the record predates the ``index`` key."""
         data = _mapping(data, "a step")
         known = (*_STEP_KEYS, *_STEP_COSTS)
         return cls(
@@ -170,6 +172,7 @@ class TurnEntry:
     verdict: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The turn as it is written in a record's ``turns``."""
         return {
             "turn": self.turn,
             "user": list(self.user),
@@ -180,6 +183,7 @@ class TurnEntry:
 
     @classmethod
     def from_dict(cls, data: Any, turn: int = 0) -> TurnEntry:
+        """A written turn; `turn` is its position when the record predates the ``turn`` key."""
         data = _mapping(data, "a turn")
         steps = _sequence(data.get("steps"), "turn.steps")
         return cls(
@@ -228,6 +232,7 @@ class EpisodeRecord:
 
     @property
     def steps(self) -> tuple[StepEntry, ...]:
+        """Every step of every turn, in order."""
         return tuple(s for t in self.turns for s in t.steps)
 
     @property
@@ -240,6 +245,7 @@ class EpisodeRecord:
         return None
 
     def to_dict(self) -> dict[str, Any]:
+        """The record as one line of ``episodes.jsonl`` holds it (`extra` keys included)."""
         out = {
             "schema_version": self.schema_version,
             "protocol": dict(self.protocol),
@@ -345,6 +351,7 @@ class MetricsRecord:
         return key == "step" or key in self.values
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The value under `key` (``step`` included), else `default`."""
         return self.step if key == "step" else self.values.get(key, default)
 
     def number(self, key: str) -> float | None:
@@ -358,6 +365,7 @@ class MetricsRecord:
         return tuple(k for k in METRIC_KEYS if k not in self)
 
     def to_dict(self) -> dict[str, Any]:
+        """The record as one line of ``metrics.jsonl`` holds it."""
         return {"schema_version": self.schema_version, "step": self.step, **self.values}
 
     @classmethod
