@@ -596,11 +596,18 @@ def dtype_cpu_table() -> str:
 def known_issues_table() -> str:
     path = ROOT / "tooluse_gym" / "tasks" / "bfcl_known_issues.json"
     data = json.loads(path.read_text(encoding="utf-8"))
-    entries = data.get("entries", [])
+    entries, left_out = data.get("entries", []), data.get("left_out", [])
+    by_summary: dict[tuple[str, str], list[str]] = {}
+    for entry in entries:
+        by_summary.setdefault((entry["kind"], entry["summary"]), []).append(entry["task_id"])
+    rows = [[", ".join(f"`{t}`" for t in ids), f"`{kind}`", summary] for (kind, summary), ids in by_summary.items()]
     return (
-        f"Registry version `{data.get('version')}`: {len(entries)} entries, "
-        f"{len(data.get('left_out', []))} reports checked and left out "
-        f"(`tooluse_gym/tasks/bfcl_known_issues.json`).\n"
+        f"Registry version `{data.get('version')}` (for bfcl-eval `{data.get('bfcl_version')}`): "
+        f"{len(entries)} entries, {len(left_out)} reports checked and left out "
+        f"(`tooluse_gym/tasks/bfcl_known_issues.json`).\n\n"
+        + _table(["tasks", "kind", "why"], rows)
+        + "\nLeft out:\n\n"
+        + _table(["task", "why not"], [[f"`{e['task_id']}`", e["reason"]] for e in left_out])
     )
 
 
