@@ -168,9 +168,12 @@ def clean_subset(episodes: Episodes, known_issues: KnownIssues) -> dict[str, Any
 
 
 def pass_at_k(per_task: Mapping[tuple[str, str], Sequence[float]]) -> dict[str, dict[str, Any]]:
-    """Per category, over tasks with k samples each (one per seed): pass@1 (mean success rate),
-    pass@k (solved by at least one sample), and the fractions of tasks solved by all, none,
-    or some but not all samples (``mixed``: the tasks that give GRPO a learning signal)."""
+    """Per category, over tasks with k samples each (one per seed): pass@1, pass@k and the outcome shares.
+
+    pass@1 is the mean success rate, pass@k the share solved by at least one sample; then the
+    fractions of tasks solved by all, none, or some but not all samples (``mixed``: the tasks that
+    give GRPO a learning signal).
+    """
     out: dict[str, dict[str, Any]] = {}
     for category in sorted({c for c, _ in per_task}):
         samples = [[r >= 1.0 for r in v] for (c, _), v in per_task.items() if c == category]

@@ -119,7 +119,10 @@ def server_command(
     context_len: int | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ServerCommand:
-    """vLLM's OpenAI server for `model_path` on `machine` (`context_len`: the model's own, when known)."""
+    """The command of vLLM's OpenAI server for `model_path` on `machine`.
+
+    `context_len` is the model's own context length, when known.
+    """
     environ = os.environ if environ is None else environ
     argv = [
         sys.executable,

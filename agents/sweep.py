@@ -115,11 +115,12 @@ def paired_difference(
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
 ) -> dict[str, Any]:
-    """change - base over the (task, seed) pairs both played: per task the mean over its shared seeds.
+    """The difference change - base over the (task, seed) pairs both played.
 
-    Returns the mean difference over tasks, its paired standard error (sample std of the per-task
-    differences / sqrt(tasks)), and a 95% percentile interval from `resamples` bootstrap draws of
-    the tasks with replacement (seeded: the same inputs give the same interval).
+    Per task the mean over its shared seeds. Returns the mean difference over tasks, its paired
+    standard error (sample std of the per-task differences / sqrt(tasks)), and a 95% percentile
+    interval from `resamples` bootstrap draws of the tasks with replacement (seeded: the same
+    inputs give the same interval).
     """
     shared = sorted(set(base) & set(change))
     by_task: dict[str, list[float]] = {}

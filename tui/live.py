@@ -45,8 +45,11 @@ class Series:
 
 @dataclass(frozen=True)
 class PanelSpec:
-    """A plot panel: its series share one scale (`lo`/`hi` fixed when given); `latest` are metrics on
-    another scale shown by their latest value on one line (when the run writes them)."""
+    """A plot panel: its series share one scale (`lo`/`hi` fixed when given).
+
+    `latest` are metrics on another scale, shown by their latest value on one line (when the run
+    writes them).
+    """
 
     title: str
     series: tuple[Series, ...]

@@ -145,7 +145,8 @@ def compare(
 ) -> Comparison:
     """Per-category accuracy with CIs, protocol card fields, and the tasks the two runs disagree on.
 
-    The numbers are `agents.results.compare_results`', the same as `tooluse-eval compare`'s."""
+    The numbers are `agents.results.compare_results`', the same as `tooluse-eval compare`'s.
+    """
     card_a, card_b = (dict(r.get("protocol") or {}) for r in results)
     keys = [*card_a, *(k for k in card_b if k not in card_a)]
     card = tuple(CardRow(k, card_a.get(k), card_b.get(k)) for k in keys if k != "seed")

@@ -1,5 +1,8 @@
-"""Group-relative advantages: each rollout's reward against its own group's mean and spread, and
-what kind of group it is (all-correct, all-wrong, mixed)."""
+"""Group-relative advantages, and what kind of group a rollout is in.
+
+Each rollout's reward is measured against its own group's mean and spread; a group is all-correct,
+all-wrong or mixed.
+"""
 
 from __future__ import annotations
 
@@ -48,8 +51,11 @@ ALL_CORRECT, ALL_WRONG, MIXED = "all_correct", "all_wrong", "mixed"
 
 
 def group_outcome(rewards: Sequence[float], max_reward: float = 1.0) -> str:
-    """``all_correct`` when every reward reaches `max_reward`, ``all_wrong`` when the rewards are
-    all (numerically) equal below it, else ``mixed``."""
+    """The kind of a group: ``all_correct``, ``all_wrong`` or ``mixed``.
+
+    ``all_correct`` when every reward reaches `max_reward`, ``all_wrong`` when the rewards are all
+    (numerically) equal below it, else ``mixed``.
+    """
     if not rewards:
         raise ValueError("a group needs at least one reward")
     if all(r >= max_reward for r in rewards):

@@ -1,5 +1,6 @@
-"""GRESO-style pre-rollout filtering (``filter.kind: zero_variance``): skip prompts of both zero-variance
-kinds, probabilistically, from each prompt's own history.
+"""GRESO-style pre-rollout filtering (``filter.kind: zero_variance``).
+
+Skips prompts of both zero-variance kinds, probabilistically, from each prompt's own history.
 
 Source: GRESO (Zheng et al. 2025, arXiv 2506.02177), read in its code at
 ``Infini-AI-Lab/GRESO@b277843``: the skip rule in ``verl/trainer/ttis/presampling_selector.py``
@@ -112,8 +113,11 @@ def keep_probability(run: int, p: float, floor: float) -> float:
 
 
 def adapt(p: float, observed: float, target: float, config: ZeroVarianceConfig) -> float:
-    """GRESO's step of one rate: down by `rate` (skip more) when the observed share reaches its
-    target, else up; kept within [p_min, p_max]."""
+    """GRESO's step of one rate.
+
+    Down by `rate` (skip more) when the observed share reaches its target, else up; kept within
+    [p_min, p_max].
+    """
     if observed >= target:
         return max(p - config.rate, config.p_min)
     return min(p + config.rate, config.p_max)

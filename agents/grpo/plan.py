@@ -77,8 +77,10 @@ class EpochPlan:
         return not self.order and self.epoch >= self.epochs
 
     def draw(self, size: int) -> list[str]:
-        """The next step's prompts: up to `size` of the epoch's (the next epoch's once this one is
-        spent); empty when every epoch is spent."""
+        """The next step's prompts; empty when every epoch is spent.
+
+        Up to `size` of the epoch's prompts (the next epoch's once this one is spent).
+        """
         while True:
             batch: list[str] = []
             while self.order and len(batch) < size:

@@ -1,6 +1,6 @@
-"""`tooluse-train prefilter`: the paper's offline data recipe, keep the prompts a stronger model solves.
+r"""`tooluse-train prefilter`: the paper's offline data recipe, keep the prompts a stronger model solves.
 
-    tooluse-train prefilter agents/grpo/configs/cpu_curriculum.yaml --agent vllm --model Qwen/Qwen3-4B \\
+    tooluse-train prefilter agents/grpo/configs/cpu_curriculum.yaml --agent vllm --model Qwen/Qwen3-4B \
         --out runs/kept.yaml
     tooluse-train agents/grpo/configs/cpu_curriculum.yaml tasks.keep_list=runs/kept.yaml run_dir=runs/k1
 

@@ -29,9 +29,11 @@ def crosses_eval_point(before_s: float, after_s: float, every_s: float | None) -
 
 
 def simulate(step_s: list[float], *, budget_s: float | None, every_s: float | None) -> tuple[list[float], list[float]]:
-    """The step boundaries (training seconds) a run with these step durations passes, and the
-    ones where it evaluates (the start, each crossed multiple of `every_s`, and the end); the
-    trainer's loop decides the same way. For tests and for planning a benchmark's evaluations."""
+    """The step boundaries (training seconds) a run with these step durations passes, and its evaluations.
+
+    A run evaluates at the start, at each crossed multiple of `every_s`, and at the end; the
+    trainer's loop decides the same way. For tests and for planning a benchmark's evaluations.
+    """
     boundaries, evals, train_s = [], [0.0], 0.0
     for duration in step_s:
         if budget_spent(train_s, budget_s):

@@ -1,5 +1,6 @@
-"""SPEED-style screening (``rollout.screen``): roll out a few members of each group first, and the
-rest only for prompts whose first rewards are mixed.
+"""SPEED-style screening (``rollout.screen``).
+
+Rolls out a few members of each group first, and the rest only for prompts whose first rewards are mixed.
 
 Source: SPEED-RL (arXiv 2506.09016; code ``Zanette-Labs/speed-rl@80e47b5``,
 ``verl/trainer/ppo/data_controller.py``, ``DataController.update_prompts``): ``N_init`` screening

@@ -241,8 +241,12 @@ class GRPOTrainer:
         return self.plan.epoch
 
     def train(self) -> dict[str, Any]:
-        """Run until `epochs`, `max_steps` or `budget_s` is spent; returns the last metrics (with the
-        held-out reward when a held-out set is configured) and ``stopped_by``, the limit that ended it."""
+        """Run until `epochs`, `max_steps` or `budget_s` is spent.
+
+        Returns:
+            The last metrics (with the held-out reward when a held-out set is configured) and
+            ``stopped_by``, the limit that ended the run.
+        """
         from tqdm import tqdm
 
         cfg = self.config
@@ -305,8 +309,10 @@ class GRPOTrainer:
         temperature: float,
         members: Sequence[int] | None = None,
     ):
-        """Every prompt's group, or its `members` (this rank plays its share, every rank gets all), in
-        `prompt_ids` order."""
+        """Every prompt's group, or its `members`, in `prompt_ids` order.
+
+        This rank plays its share; every rank gets all.
+        """
         cfg = self.config
         mine = play_groups(
             env_factory(pool, cfg.protocol),
@@ -373,8 +379,10 @@ class GRPOTrainer:
         return self._play(self.pool, prompt_ids, cfg.grpo.group_size, self.step, cfg.rollout.temperature, members)
 
     def _slowest(self, *seconds: float) -> tuple[list[float], list[float]]:
-        """Each time of the slowest rank (so every rank adds the same training time and stops at the same
-        step), and by how much it was the slowest."""
+        """Each time of the slowest rank, and by how much it was the slowest.
+
+        Every rank so adds the same training time and stops at the same step.
+        """
         every = self.dist.gather(list(seconds))
         columns = list(zip(*every, strict=True))
         return [max(c) for c in columns], [max(c) - min(c) for c in columns]

@@ -1,5 +1,7 @@
-"""Pushing the trainer's weights into a live rollout engine: an in-process vLLM engine (no restart), or
-a whole copy of the model that an HF engine generates with (`ModuleWeightSync`, on several ranks).
+"""Pushing the trainer's weights into a live rollout engine.
+
+The engine is an in-process vLLM engine (no restart), or a whole copy of the model that an HF engine
+generates with (`ModuleWeightSync`, on several ranks).
 
 The route (measured in the project's research notes): the worker's `reload_weights` takes
 HF-named tensors, re-runs vLLM's weight loading (q/k/v and gate/up fusion included) and
