@@ -152,7 +152,7 @@ def compare(
     card = tuple(CardRow(k, card_a.get(k), card_b.get(k)) for k in keys if k != "seed")
     bfcl = all(c.get("env_id") == BFCL_ENV_ID for c in (card_a, card_b))
     registry = known_issues() if bfcl else None
-    episodes = tuple([_episode(s) for s in run] for run in summaries)
+    episodes = ([_episode(s) for s in summaries[0]], [_episode(s) for s in summaries[1]])
     core = compare_results((results[0].get("summary") or {}, results[1].get("summary") or {}), episodes, registry)
     return Comparison(**{f.name: getattr(core, f.name) for f in dataclasses.fields(core)}, names=names, card=card)
 

@@ -162,7 +162,7 @@ class PolicyUpdater:
 
     @torch.no_grad()
     def _old_logprobs(self, plans: Sequence[Sequence[list[Sample] | None]]) -> dict[Sample, torch.Tensor]:
-        out = {}
+        out: dict[Sample, torch.Tensor] = {}
         pad = self.policy.tokenizer.pad_token_id
         for micro in (m for plan in plans for m in plan):
             if micro is None:
