@@ -146,6 +146,7 @@ def quiet_backends() -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `tooluse-eval` console script; returns the exit status."""
     parser = argparse.ArgumentParser(
         prog="tooluse-eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

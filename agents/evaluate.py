@@ -103,6 +103,7 @@ class EvalConfig:
             raise ValueError(f"--tensor-parallel-size {self.tensor_parallel_size}: a vllm agent's GPU count, >= 1")
 
     def to_dict(self) -> dict[str, Any]:
+        """The configuration as `run.json` holds it (a run resumes only under an equal one)."""
         data = dataclasses.asdict(self)
         data["protocol"] = dict(self.protocol)
         if data["tensor_parallel_size"] == 1:  # left out at its default: runs written before it existed resume
@@ -111,6 +112,7 @@ class EvalConfig:
 
     @property
     def env_id(self) -> str:
+        """The env id the run plays: the scenario env with `scenarios`, else the BFCL env."""
         return SCENARIO_ENV_ID if self.scenarios else ENV_ID
 
     def env_kwargs(self) -> dict[str, Any]:

@@ -89,9 +89,11 @@ class HFAgent:
         self.max_context = self.config.max_context or int(getattr(model.config, "max_position_embeddings", 4096))
 
     def describe(self) -> dict[str, Any]:
+        """The agent's identity for result files (config, dtype, device)."""
         return {"name": self.name, **asdict(self.config), "dtype": self.dtype, "device": self.device}
 
     def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
+        """One lockstep batch, seeded from its requests' seeds."""
         torch = self._torch
         prompts = [chat_prompt(self.tokenizer, r.observation) for r in requests]
         encoded = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
@@ -150,6 +152,7 @@ class HFAgent:
         )
 
     def close(self) -> None:
+        """Drop the model."""
         self.model = None
 
 

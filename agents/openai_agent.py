@@ -83,9 +83,11 @@ class OpenAIAgent:
         )(self.client.chat.completions.create)
 
     def describe(self) -> dict[str, Any]:
+        """The agent's identity for result files."""
         return {"name": self.name, **asdict(self.config)}
 
     def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
+        """Every request sent at once (up to `concurrency` threads), returned in order."""
         workers = max(1, min(self.config.concurrency or len(requests), len(requests)))
         with ThreadPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(lambda r: self._one(r, sampling), requests))
@@ -137,6 +139,7 @@ class OpenAIAgent:
         return AgentError(kind, f"{type(e).__name__}: {str(e)[:500]}")
 
     def close(self) -> None:
+        """Stop the request threads and close the client."""
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None

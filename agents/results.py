@@ -319,6 +319,7 @@ class CategoryDiff:
 
     @property
     def diff(self) -> float | None:
+        """The difference b - a, or None when either is missing."""
         return None if self.a is None or self.b is None else self.b - self.a
 
     @property

@@ -88,6 +88,7 @@ class Machine:
 
     @classmethod
     def probe(cls, device: Device | None = None) -> Machine:
+        """This machine: its device (a GPU when CUDA is there), and on a CPU its cores, memory and bf16."""
         device = device or ("gpu" if _cuda_available() else "cpu")
         if device == "gpu":
             return cls(device="gpu")
@@ -249,6 +250,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `tooluse-serve` console script; returns the server's exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     extra: list[str] = []
     if "--" in argv:

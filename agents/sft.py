@@ -260,6 +260,7 @@ def _save(model: Any, tokenizer: Any, folder: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The `python -m agents.sft` command; returns the exit status."""
     defaults = SFTConfig()
     parser = argparse.ArgumentParser(prog="python -m agents.sft", description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=defaults.model)

@@ -217,6 +217,7 @@ def _pts(value: float | None, signed: bool = False) -> str:
 
 
 def vary_markdown(data: Mapping[str, Any]) -> str:
+    """The one-factor-at-a-time sweep as markdown (`sweep.md`)."""
     base = data["base"]
     spread_b = base["seed_spread"]
     lines = [
@@ -241,6 +242,7 @@ def vary_markdown(data: Mapping[str, Any]) -> str:
 
 
 def sweep_markdown(data: Mapping[str, Any]) -> str:
+    """The grid sweep as markdown (`sweep.md`)."""
     lines = [
         "# Protocol sensitivity",
         "",

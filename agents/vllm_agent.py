@@ -124,6 +124,7 @@ class VLLMAgent:
         self.stats = {"engine_steps": 0, "in_flight_sum": 0}  # mean requests in flight per engine step
 
     def describe(self) -> dict[str, Any]:
+        """The agent's identity for result files (config, dtype, device)."""
         return {"name": self.name, **asdict(self.config), "dtype": self.dtype, "device": self.device}
 
     def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
@@ -191,6 +192,7 @@ class VLLMAgent:
             self.llm.generate(list(first.values()), [warm] * len(first), use_tqdm=False)
 
     def close(self) -> None:
+        """Drop the engine."""
         self.llm = None
 
 

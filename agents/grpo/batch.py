@@ -35,6 +35,7 @@ class Sample:
 
     @property
     def length(self) -> int:
+        """Prompt plus completion tokens."""
         return len(self.prompt_ids) + len(self.completion_ids)
 
 

@@ -23,6 +23,7 @@ PREFIX = "step_"
 
 
 def rng_state() -> dict[str, Any]:
+    """Every random generator's state (Python, NumPy, torch, CUDA when present)."""
     state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
@@ -30,6 +31,7 @@ def rng_state() -> dict[str, Any]:
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore the generators from `rng_state`'s result."""
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])
@@ -76,6 +78,7 @@ def list_checkpoints(folder: Path) -> list[Path]:
 
 
 def latest_checkpoint(folder: Path) -> Path | None:
+    """The newest complete checkpoint folder, or None."""
     found = list_checkpoints(folder)
     return found[-1] if found else None
 

@@ -29,6 +29,7 @@ from typing import Any
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The `tooluse-train` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["prefilter"]:
         from agents.grpo.prefilter import main as prefilter

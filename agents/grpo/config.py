@@ -276,6 +276,7 @@ class TrainConfig:
             )
 
     def to_dict(self) -> dict[str, Any]:
+        """The config as plain YAML-able values (what `config.yaml` holds)."""
         return _plain(dataclasses.asdict(self))
 
 
@@ -332,6 +333,7 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Train
 
 
 def dump_config(config: TrainConfig) -> str:
+    """The config as YAML, in field order."""
     return yaml.safe_dump(config.to_dict(), sort_keys=False)
 
 

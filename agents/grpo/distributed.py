@@ -65,6 +65,7 @@ class Dist:
 
     @property
     def enabled(self) -> bool:
+        """True on more than one rank."""
         return self.world_size > 1
 
     @property
@@ -126,6 +127,7 @@ class Dist:
         return tensor.cpu().tolist()
 
     def barrier(self) -> None:
+        """Wait for every rank (nothing to do in one process)."""
         if self.enabled:
             import torch.distributed as dist
 
@@ -154,6 +156,7 @@ class ShardedForward(torch.nn.Module):
         self.model = model
 
     def forward(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call `fn`; the sharded variant runs it so every rank takes part."""
         return fn(*args, **kwargs)
 
 

@@ -86,21 +86,29 @@ class PromptSelector(Protocol):
 
     decides_at_draw: bool
 
-    def start_epoch(self, prompt_ids: Sequence[str]) -> tuple[list[str], list[str]]: ...
+    def start_epoch(self, prompt_ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Split an epoch's prompts into (active, skipped) at its start."""
 
-    def admit(self, prompt_id: str, epoch: int) -> bool: ...
+    def admit(self, prompt_id: str, epoch: int) -> bool:
+        """Whether a prompt is rolled out when it is drawn (filters that decide at draw time)."""
 
-    def run_kind(self, prompt_id: str) -> str | None: ...
+    def run_kind(self, prompt_id: str) -> str | None:
+        """The zero-variance kind of the prompt's current run (all-correct or all-wrong), or None."""
 
-    def observe(self, prompt_id: str, rewards: Iterable[float]) -> None: ...
+    def observe(self, prompt_id: str, rewards: Iterable[float]) -> None:
+        """Record the rewards of a prompt's group."""
 
-    def end_step(self, outcomes: Sequence[str], epoch: int) -> None: ...
+    def end_step(self, outcomes: Sequence[str], epoch: int) -> None:
+        """Adapt to the step's group outcomes (filters with adaptive rates)."""
 
-    def rates(self) -> dict[str, float]: ...
+    def rates(self) -> dict[str, float]:
+        """The filter's current rates, as metrics (empty for filters without rates)."""
 
-    def state_dict(self) -> dict[str, Any]: ...
+    def state_dict(self) -> dict[str, Any]:
+        """JSON-able state for checkpoints."""
 
-    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore the state `state_dict` returned."""
 
 
 def make_filter(config: FilterConfig, seed: int = 0) -> PromptSelector:
@@ -180,4 +188,5 @@ class PromptFilter:
         return {pid: [s.correct_streak, s.wrong_streak, s.sat_out] for pid, s in sorted(self._state.items())}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore the state `state_dict` returned."""
         self._state = {pid: _PromptState(*values) for pid, values in state.items()}

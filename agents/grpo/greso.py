@@ -211,5 +211,6 @@ class ZeroVarianceFilter:
         return {"p_correct": self.p_correct, "p_wrong": self.p_wrong, "runs": runs}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore the state `state_dict` returned."""
         self.p_correct, self.p_wrong = float(state["p_correct"]), float(state["p_wrong"])
         self._runs = {pid: _Runs(*values) for pid, values in state["runs"].items()}

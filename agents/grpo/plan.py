@@ -38,9 +38,11 @@ class EpochCounts:
 
     @property
     def skipped(self) -> int:
+        """Prompts skipped so far this epoch, of both kinds."""
         return self.skipped_all_correct + self.skipped_all_wrong
 
     def metrics(self) -> dict[str, int]:
+        """The counts as ``filter/*`` metrics."""
         return {
             "filter/skipped_prompts": self.skipped,
             "filter/active_prompts": self.active,
@@ -135,6 +137,7 @@ class EpochPlan:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore the state `state_dict` returned (older checkpoints without the skip split too)."""
         self.epoch, self.order = state["epoch"], list(state["plan"])
         active, skipped = state["epoch_counts"]
         correct, wrong = state.get("epoch_skips", [skipped, 0])  # older checkpoints: no split

@@ -56,6 +56,7 @@ class Policy:
 
     @classmethod
     def load(cls, config: PolicyConfig) -> Policy:
+        """Load the model and tokenizer `config` names (LoRA adapters added when configured)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         from tooluse_gym.models import resolve_model
@@ -95,6 +96,7 @@ class Policy:
         return cls(config, model, tokenizer, device, path)
 
     def trainable(self) -> list[torch.nn.Parameter]:
+        """The parameters the optimizer updates."""
         return [p for p in self.model.parameters() if p.requires_grad]
 
     def trainable_state(self) -> dict[str, torch.Tensor]:
@@ -107,6 +109,7 @@ class Policy:
         return {n: full_tensor(p.detach()).clone() for n, p in self.model.named_parameters() if p.requires_grad}
 
     def load_trainable_state(self, state: dict[str, torch.Tensor]) -> None:
+        """Restore the tensors `trainable_state` returned; a different set of names is an error."""
         params = dict(self.model.named_parameters())
         expected = {n for n, p in params.items() if p.requires_grad}
         if set(state) != expected:
@@ -127,6 +130,7 @@ class Policy:
         return None if dtype == "float32" else dtype
 
     def autocast(self) -> contextlib.AbstractContextManager:
+        """The autocast context of the configured dtype (a no-op without one)."""
         if self.autocast_dtype is None:
             return contextlib.nullcontext()
         return torch.autocast(device_type=self.device.split(":")[0], dtype=getattr(torch, self.autocast_dtype))

@@ -74,6 +74,7 @@ class KeepList:
         }
 
     def to_dict(self) -> dict[str, Any]:
+        """The keep list as its YAML file holds it."""
         return {
             "kind": KIND,
             "samples": self.samples,
@@ -86,6 +87,7 @@ class KeepList:
 
     @classmethod
     def from_dict(cls, data: Any) -> KeepList:
+        """A keep list from its file's data; anything else is a `ValueError`."""
         if not isinstance(data, Mapping) or data.get("kind") != KIND:
             raise ValueError(f"not a keep list written by tooluse-train prefilter (kind {KIND!r})")
         return cls(
@@ -194,6 +196,7 @@ def kept_prompts(pool: TaskPool, keep_list: str | None, mode: str) -> TaskPool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The `tooluse-train prefilter` command; returns the exit status."""
     parser = argparse.ArgumentParser(
         prog="tooluse-train prefilter", description="keep the prompts a (stronger) model solves at least once"
     )

@@ -49,6 +49,7 @@ class Rollout:
 
     @property
     def completion_tokens(self) -> int:
+        """Tokens the policy generated in this rollout."""
         return sum(len(s.completion_ids) for s in self.steps)
 
 
@@ -74,12 +75,15 @@ class ScriptedTurns:
         self._done: list[tuple[Hashable, Generation]] = []
 
     def describe(self) -> dict[str, Any]:
+        """The wrapped agent's identity."""
         return self.agent.describe()
 
     def close(self) -> None:
+        """Close the wrapped agent."""
         self.agent.close()
 
     def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
+        """Scripted requests answered by the oracle, the others by the policy's agent, in order."""
         out: list[Generation | None] = [None] * len(requests)
         policy = [i for i, r in enumerate(requests) if not self.scripted(r)]
         for i, r in enumerate(requests):
@@ -94,6 +98,7 @@ class ScriptedTurns:
         return [g for g in out if g is not None]
 
     def submit(self, items: Sequence[tuple[Hashable, AgentRequest]], sampling: SamplingConfig) -> None:
+        """Answer scripted requests at once; submit the others to the policy's agent."""
         policy = []
         for key, request in items:
             if self.scripted(request):
@@ -104,6 +109,7 @@ class ScriptedTurns:
             self.agent.submit(policy, sampling)
 
     def collect(self) -> list[tuple[Hashable, Generation]]:
+        """Finished generations: scripted ones first, then the agent's."""
         if self._done:  # scripted answers first: the engine is not stepped, so the schedule stays token-driven
             done, self._done = self._done, []
             return done

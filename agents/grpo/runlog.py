@@ -50,16 +50,19 @@ class RunFiles:
         _keep(self.eval_episodes_path, lambda r: r.get("eval_step", 0) <= step)
 
     def metrics(self, record: MetricsRecord) -> None:
+        """Append a step's metrics; a record without every `METRIC_KEYS` key is an error."""
         if record.missing:
             raise ValueError(f"metrics record lacks {list(record.missing)}")
         if self.write:
             _append(self.metrics_path, record.to_dict())
 
     def eval(self, record: Mapping[str, Any]) -> None:
+        """Append a held-out evaluation to ``eval.jsonl``."""
         if self.write:
             _append(self.eval_path, record)
 
     def episode(self, record: Mapping[str, Any]) -> None:
+        """Append a training rollout to ``episodes.jsonl``."""
         if not self.write:
             return
         if self._episodes is None:
@@ -67,6 +70,7 @@ class RunFiles:
         self._episodes.write(record)
 
     def eval_episode(self, record: Mapping[str, Any]) -> None:
+        """Append a held-out episode to the evaluations' episode file."""
         if not self.write:
             return
         if self._eval_episodes is None:
@@ -74,6 +78,7 @@ class RunFiles:
         self._eval_episodes.write(record)
 
     def close(self) -> None:
+        """Close the episode files."""
         for writer in (self._episodes, self._eval_episodes):
             if writer is not None:
                 writer.close()

@@ -95,6 +95,7 @@ class ScreenedStep:
         return sum(self.group_size - len(group) for group in self.screened.values())
 
     def metrics(self) -> dict[str, int]:
+        """The step's screening counts, as ``screen/*`` metrics."""
         return {"screen/screened_prompts": len(self.screened), "screen/rollouts_saved": self.rollouts_saved}
 
 

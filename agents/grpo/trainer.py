@@ -238,6 +238,7 @@ class GRPOTrainer:
 
     @property
     def epoch(self) -> int:
+        """The current epoch (1-based; 0 before the first)."""
         return self.plan.epoch
 
     def train(self) -> dict[str, Any]:
