@@ -137,8 +137,8 @@ class MetricPanel(Widget):
 
     def _latest(self) -> Text | None:
         """``label value`` of each `latest` metric the run writes (None when it writes none)."""
-        values = [(s, self.metrics.series(s.key)) for s in self.spec.latest]
-        values = [(s, points[-1][1]) for s, points in values if points]
+        followed = [(s, self.metrics.series(s.key)) for s in self.spec.latest]
+        values = [(s, points[-1][1]) for s, points in followed if points]
         if not values:
             return None
         text = Text()

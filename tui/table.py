@@ -173,6 +173,7 @@ class RowTable(ScrollView, can_focus=True):
         width = self.size.width
         scroll_x = round(self.scroll_offset.x)
         base = self.rich_style
+        cells: Sequence[Cell]
         if y == 0:
             cells = self.titles
             style = self.get_component_rich_style("row-table--header")
