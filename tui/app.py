@@ -60,9 +60,11 @@ class ToolUseApp(App[None]):
         self.config = config
 
     def on_mount(self) -> None:
+        """Open the first screen."""
         self.push_screen(self.first_screen())
 
     def first_screen(self) -> Screen[None]:
+        """The screen the target opens on: replay, live or compare."""
         target = self.config.target
         if target.mode == "compare":
             return CompareScreen((target.episodes[0].parent, target.episodes[1].parent))
@@ -73,6 +75,7 @@ class ToolUseApp(App[None]):
         return ReplayScreen(store)
 
     def action_toggle_keys(self) -> None:
+        """Show or hide the key panel."""
         if self.screen.query("HelpPanel"):
             self.action_hide_help_panel()
         else:
@@ -80,6 +83,7 @@ class ToolUseApp(App[None]):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `tooluse-tui` console script; returns the exit status."""
     parser = argparse.ArgumentParser(
         prog="tooluse-tui", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -86,6 +86,7 @@ def _accuracy_cells(row: CategoryRow) -> list[str | Text]:
 
 
 def disagreement_cells(d: Disagreement) -> list[str | Text]:
+    """One disagreement as table cells: task id, each run's mean (green at 0.5 or more), a known-issue mark."""
     return [
         d.task_id,
         Text(f"{d.a:.2f}", style="green" if d.a >= 0.5 else "red"),
@@ -126,6 +127,7 @@ class CompareScreen(EpisodeHost, Screen[None]):
         self.comparison: Comparison | None = None
 
     def compose(self) -> ComposeResult:
+        """The layout: warning, protocol cards and accuracy side by side, disagreeing tasks."""
         yield Header()
         with Vertical(id="main"):
             yield Static(id="warning", markup=False)
@@ -139,6 +141,7 @@ class CompareScreen(EpisodeHost, Screen[None]):
         yield KeyBar(classes="keys")
 
     def on_mount(self) -> None:
+        """Title the panels, show the keys and start loading both runs."""
         self.sub_title = f"A {self.names[0]}  vs  B {self.names[1]}"
         self.show_keys()
         self.query_one("#card").border_title = "protocol cards"
@@ -148,6 +151,7 @@ class CompareScreen(EpisodeHost, Screen[None]):
 
     @work(thread=True, exclusive=True, group="compare")
     def load(self) -> None:
+        """Read both runs in a worker and post their comparison."""
         for store in self.stores:
             for _ in store.scan():
                 pass
@@ -156,6 +160,7 @@ class CompareScreen(EpisodeHost, Screen[None]):
         self.post_message(Compared(compare(self.names, (results[0], results[1]), summaries)))
 
     def on_compared(self, message: Compared) -> None:
+        """Fill the panels from the comparison, with a warning when the protocol cards differ."""
         c = self.comparison = message.comparison
         differing = [row.key for row in c.card if row.differs]
         warning = self.query_one("#warning", Static)
@@ -188,6 +193,7 @@ class CompareScreen(EpisodeHost, Screen[None]):
         self.action_open(0)
 
     def action_open(self, run: int) -> None:
+        """Open the selected task's episode from run `run` (0: A, 1: B)."""
         d = self.query_one(RowTable).current
         if d is None:
             return
@@ -202,7 +208,9 @@ class CompareScreen(EpisodeHost, Screen[None]):
         self.open_episode(record, f"run {'AB'[run]} {self.names[run]} line {pick.line + 1}")
 
     def main_keys(self) -> tuple[list[BindingType], ...]:
+        """The key groups the key panel shows."""
         return (RowTable.BINDINGS, self.BINDINGS)
 
     def focus_main(self) -> None:
+        """Focus the disagreements table."""
         self.query_one(RowTable).focus()

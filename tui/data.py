@@ -78,6 +78,7 @@ class EpisodeSummary:
 
     @property
     def failed(self) -> bool:
+        """True when the episode did not pass."""
         return self.reward < 1.0
 
     @classmethod
@@ -127,10 +128,12 @@ class EpisodeStore:
 
     @property
     def path(self) -> Path:
+        """The episodes file."""
         return self.file.path
 
     @property
     def health(self) -> FileHealth:
+        """The file's unreadable lines, records that are not episodes included."""
         health = self.file.health
         return FileHealth(health.corrupt_lines + self._not_episodes, health.torn_last_line)
 
@@ -179,6 +182,7 @@ class MetricsLog:
 
     @property
     def health(self) -> FileHealth:
+        """The file's unreadable lines."""
         return self.file.health
 
     def poll(self) -> int:
@@ -238,6 +242,7 @@ class EpisodeFilter:
     lines: frozenset[int] | None = None
 
     def matches(self, s: EpisodeSummary) -> bool:
+        """Whether an episode passes every filter."""
         return (
             (not self.failed_only or s.failed)
             and (self.category is None or s.category == self.category)

@@ -115,6 +115,7 @@ class MetricPanel(Widget):
         self.border_title = spec.title
 
     def render(self) -> Text:
+        """The panel: one row per series, the step range, the last step's split and the latest values."""
         width = max(self.content_size.width - 19, 4)
         data = [self.metrics.series(s.key) for s in self.spec.series]
         values = [v for points in data for _, v in points[-width:]]
@@ -164,6 +165,7 @@ class RunUpdated(Message, bubble=False):
     """The metrics or episodes file grew (coalesced: only the latest matters)."""
 
     def can_replace(self, message: Message) -> bool:
+        """A newer update replaces one still queued."""
         return isinstance(message, RunUpdated)
 
 
@@ -186,6 +188,7 @@ class LiveScreen(EpisodeHost, Screen[None]):
         self._wake = threading.Event()
 
     def compose(self) -> ComposeResult:
+        """The layout: the metric panels over the latest rollouts."""
         yield Header()
         with Vertical(id="main"):
             with Grid(id="plots"):
@@ -198,6 +201,7 @@ class LiveScreen(EpisodeHost, Screen[None]):
         yield KeyBar(classes="keys")
 
     def on_mount(self) -> None:
+        """Title the screen, show the keys and start following the run."""
         self.sub_title = short_name(self.metrics.file.path)
         self.show_keys()
         self.query_one("#rollouts", RowTable).focus()
@@ -205,10 +209,12 @@ class LiveScreen(EpisodeHost, Screen[None]):
         self.follow()
 
     def on_unmount(self) -> None:
+        """Wake the follower so that it stops."""
         self._wake.set()
 
     @work(thread=True, exclusive=True, group="follow")
     def follow(self) -> None:
+        """Poll the run's files in a worker thread and post an update when they grow."""
         worker = get_current_worker()
         first = True
         while not worker.is_cancelled:
@@ -222,6 +228,7 @@ class LiveScreen(EpisodeHost, Screen[None]):
                 return
 
     def on_run_updated(self, message: RunUpdated) -> None:
+        """Redraw the panels and the latest rollouts."""
         for panel in self.query(MetricPanel):
             panel.refresh()
         table = self.query_one("#rollouts", RowTable)
@@ -253,7 +260,9 @@ class LiveScreen(EpisodeHost, Screen[None]):
         self.open_episode(record, f"{short_name(self.store.path)} line {message.item.line + 1}")
 
     def main_keys(self) -> tuple[list[BindingType], ...]:
+        """The key groups the key panel shows."""
         return (RowTable.BINDINGS, self.BINDINGS)
 
     def focus_main(self) -> None:
+        """Focus the rollouts table."""
         self.query_one("#rollouts", RowTable).focus()

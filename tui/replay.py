@@ -74,6 +74,7 @@ class ReplayScreen(EpisodeHost, Screen[None]):
         self._shown = 0
 
     def compose(self) -> ComposeResult:
+        """The layout: search box, filters, the episode table and its status line."""
         yield Header()
         with Vertical(id="main"):
             yield Input(placeholder="/ search: task id or any text in the episode, Enter to apply", id="search")
@@ -84,6 +85,7 @@ class ReplayScreen(EpisodeHost, Screen[None]):
         yield KeyBar(classes="keys")
 
     def on_mount(self) -> None:
+        """Title the screen, show the keys and start loading the episodes."""
         self.sub_title = short_name(self.store.path)
         self.show_keys()
         self.query_one(RowTable).focus()
@@ -92,11 +94,13 @@ class ReplayScreen(EpisodeHost, Screen[None]):
 
     @work(thread=True, exclusive=True, group="scan")
     def load(self) -> None:
+        """Read the episodes in a worker, posting each batch."""
         for _ in self.store.scan():
             self.post_message(Loaded(done=False))
         self.post_message(Loaded(done=True))
 
     def on_loaded(self, message: Loaded) -> None:
+        """Add the newly read episodes to the table."""
         table = self.query_one(RowTable)
         self.loaded = message.done
         new = self.store.summaries[self._shown :]
@@ -156,28 +160,35 @@ class ReplayScreen(EpisodeHost, Screen[None]):
         return options[(options.index(current) + 1) % len(options)] if current in options else None
 
     def action_failed_only(self) -> None:
+        """Toggle showing failed episodes only."""
         self._set_filter(failed_only=not self.where.failed_only)
 
     def action_category(self) -> None:
+        """Filter by the next category (all, then each in turn)."""
         values = sorted({s.category for s in self.store.summaries})
         self._set_filter(category=self._cycle(self.where.category, values))
 
     def action_error_type(self) -> None:
+        """Filter by the next error type (all, then each in turn)."""
         values = sorted({s.error_type for s in self.store.summaries if s.error_type})
         self._set_filter(error_type=self._cycle(self.where.error_type, values))
 
     def action_sort(self) -> None:
+        """Sort by the next column."""
         self.sort = _SORTS[(_SORTS.index(self.sort) + 1) % len(_SORTS)]
         self._apply()
 
     def action_reverse(self) -> None:
+        """Reverse the sort order."""
         self.reverse = not self.reverse
         self._apply()
 
     def action_focus_table(self) -> None:
+        """Focus the episode table."""
         self.query_one(RowTable).focus()
 
     def action_search(self) -> None:
+        """Focus the search box."""
         self.query_one("#search", Input).focus()
 
     def _set_filter(self, **changes: Any) -> None:
@@ -206,6 +217,7 @@ class ReplayScreen(EpisodeHost, Screen[None]):
         self.post_message(Searched(text, frozenset(lines)))
 
     def on_searched(self, message: Searched) -> None:
+        """Apply a finished search when it is still the current one."""
         if message.text == self.search_text:
             self._set_filter(lines=message.lines)
 
@@ -220,7 +232,9 @@ class ReplayScreen(EpisodeHost, Screen[None]):
         self.open_episode(record, f"{short_name(self.store.path)} line {line + 1}")
 
     def main_keys(self) -> tuple[list[BindingType], ...]:
+        """The key groups the key panel shows."""
         return (RowTable.BINDINGS, self.BINDINGS)
 
     def focus_main(self) -> None:
+        """Focus the episode table."""
         self.query_one(RowTable).focus()

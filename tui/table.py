@@ -77,6 +77,7 @@ class RowTable(ScrollView, can_focus=True):
 
         @property
         def control(self) -> RowTable:
+            """The table that sent the message."""
             return self.table
 
     class HeaderClicked(Message):
@@ -107,6 +108,7 @@ class RowTable(ScrollView, can_focus=True):
 
     @property
     def row_width(self) -> int:
+        """The width of a row: every column and its gap."""
         return sum(c.width + 1 for c in self.columns)
 
     def set_items(self, items: Sequence[Any], keep: Any = None) -> None:
@@ -129,6 +131,7 @@ class RowTable(ScrollView, can_focus=True):
         return self.items[self.cursor] if 0 <= self.cursor < len(self.items) else None
 
     def watch_cursor(self, cursor: int) -> None:
+        """Keep the cursor on a row and in view."""
         clamped = max(0, min(cursor, len(self.items) - 1))
         if clamped != cursor:
             self.cursor = clamped
@@ -142,19 +145,24 @@ class RowTable(ScrollView, can_focus=True):
         self.refresh()
 
     def action_move(self, delta: int) -> None:
+        """Move the cursor by `delta` rows."""
         self.cursor = self.cursor + delta
 
     def action_page(self, direction: int) -> None:
+        """Move the cursor by a page up (-1) or down (1)."""
         self.cursor = self.cursor + direction * max(self.size.height - 2, 1)
 
     def action_jump(self, index: int) -> None:
+        """Move the cursor to row `index` (-1: the last)."""
         self.cursor = index if index >= 0 else len(self.items) - 1
 
     def action_select(self) -> None:
+        """Post `Selected` for the row under the cursor."""
         if self.current is not None:
             self.post_message(self.Selected(self, self.current))
 
     def on_click(self, event: events.Click) -> None:
+        """A click on a title posts `HeaderClicked`; on a row it moves the cursor there (or selects it)."""
         if event.y == 0:
             x = event.x + round(self.scroll_offset.x)
             for i, column in enumerate(self.columns):
@@ -170,6 +178,7 @@ class RowTable(ScrollView, can_focus=True):
             self.cursor = index
 
     def render_line(self, y: int) -> Strip:
+        """Row `y` of the view: the titles, a row, the empty message or a blank."""
         width = self.size.width
         scroll_x = round(self.scroll_offset.x)
         base = self.rich_style

@@ -115,6 +115,7 @@ class TranscriptView(Vertical):
         self._timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
+        """The layout: the transcript over its status line."""
         with VerticalScroll(id="transcript"):
             yield Static(id="transcript-body")
         yield Static(id="episode-status", classes="status", markup=False)
@@ -132,18 +133,22 @@ class TranscriptView(Vertical):
         self.cursor = self.last
 
     def action_close(self) -> None:
+        """Stop playing, hide the view and post `Closed`."""
         self._stop()
         self.display = False
         self.post_message(self.Closed())
 
     def watch_cursor(self) -> None:
+        """Show the step under the cursor."""
         self._show()
 
     def watch_show_reasoning(self) -> None:
+        """Redraw with reasoning shown or folded."""
         self._draw_texts()
         self._show()
 
     def watch_show_full(self) -> None:
+        """Redraw with tool results in full or folded."""
         self._draw_texts()
         self._show()
 
@@ -168,14 +173,17 @@ class TranscriptView(Vertical):
         self.query_one("#episode-status", Static).update(f"{steps} · {state} · {folds}")
 
     def action_step(self, delta: int) -> None:
+        """Step forward or back by `delta` steps."""
         self._stop()
         self.cursor = max(0, min(self.cursor + delta, self.last))
 
     def action_go(self, index: int) -> None:
+        """Go to step `index` (-1: the last)."""
         self._stop()
         self.cursor = self.last if index < 0 else index
 
     def action_first_failure(self) -> None:
+        """Go to the first step of the first failing turn."""
         frame = tx.first_failing_frame(self.record) if self.record is not None else None
         if frame is None:
             self.notify("no failing turn in this episode", timeout=3)
@@ -184,6 +192,7 @@ class TranscriptView(Vertical):
         self.cursor = frame
 
     def action_play(self) -> None:
+        """Play the episode step by step, or pause."""
         if self.playing:
             self._stop()
             return
@@ -193,15 +202,18 @@ class TranscriptView(Vertical):
         self._start_timer()
 
     def action_speed(self, delta: int) -> None:
+        """Play faster or slower."""
         self.speed = max(0, min(self.speed + delta, len(SPEEDS) - 1))
         if self.playing:
             self._start_timer()
         self._status()
 
     def action_toggle_reasoning(self) -> None:
+        """Show or fold reasoning."""
         self.show_reasoning = not self.show_reasoning
 
     def action_toggle_results(self) -> None:
+        """Show tool results in full or folded."""
         self.show_full = not self.show_full
 
     def _start_timer(self) -> None:
@@ -266,9 +278,11 @@ class EpisodeHost:
         return bool(views and views.first().display)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The host's own keys work only while no episode is open."""
         return not self.viewing
 
     def on_transcript_view_closed(self, message: TranscriptView.Closed) -> None:
+        """Show the host's main view again when the episode view closes."""
         screen: Any = self
         screen.sub_title = getattr(self, "_main_title", screen.sub_title)
         screen.query_one("#main").display = True
