@@ -28,14 +28,12 @@ MAX_CHARS = 4096
 MAX_CALLS = 64
 MAX_DEPTH = 8
 
-_TOKENS = re.compile(
-    r"""[ \t\n]*(?:('[^'\\\x00-\x08\x0a-\x1f\x7f]*'|"[^"\\\x00-\x08\x0a-\x1f\x7f]*")"""  # 1: string
-    r"""|(-?(?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,17})?)(?![0-9A-Za-z_.])"""  # 2: number
-    r"""|([A-Za-z_][A-Za-z0-9_]*)"""  # 3: name
-    r"""|([\[\](),=])"""  # 4: punctuation
-    r"""|(.))""",  # 5: anything else
-    re.DOTALL,
-)
+_STRING = r"'[^'\\\x00-\x08\x0a-\x1f\x7f]*'" + "|" + r'"[^"\\\x00-\x08\x0a-\x1f\x7f]*"'
+_NUMBER = r"-?(?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,17})?(?![0-9A-Za-z_.])"
+_TOKEN = rf"{_STRING}|{_NUMBER}|[A-Za-z_][A-Za-z0-9_]*|[\[\](),=]"
+_TOKENS = re.compile(rf"[ \t\n]*({_TOKEN})")
+_ONLY_TOKENS = re.compile(rf"(?:[ \t\n]*+(?>{_TOKEN}))*+[ \t\n]*+")
+"""The whole text is tokens (each the first alternative that matches, as `_TOKENS` finds them) and spacing."""
 _CONSTANTS = {"True": True, "False": False, "None": None}
 
 
@@ -89,98 +87,92 @@ def read_call_list(text: str, names: bool) -> list[tuple[str, dict[str, Any]]] |
             text.encode("utf-8")
         except UnicodeEncodeError:
             return None
-    tokens = _TOKENS.findall(text)
+    if _ONLY_TOKENS.fullmatch(text) is None:
+        return None
     try:
-        return _Reader(tokens, names).calls()
+        return _calls(_TOKENS.findall(text), names)
     except (_GiveUp, IndexError):
         return None
 
 
-class _Reader:
-    def __init__(self, tokens: list[tuple[str, str, str, str, str]], names: bool):
-        self.tokens = tokens
-        self.names = names
-        self.i = 0
+_MARKS = frozenset("[](),=")
 
-    def punct(self) -> str:
-        token = self.tokens[self.i]
-        if not token[3]:
-            raise _GiveUp
-        self.i += 1
-        return token[3]
 
-    def expect(self, mark: str) -> None:
-        if self.punct() != mark:
-            raise _GiveUp
+def _is_name(token: str) -> bool:
+    first = token[0]
+    return (first.isalpha() or first == "_") and not iskeyword(token) and token != "__debug__"
 
-    def name(self) -> str:
-        name = self.tokens[self.i][2]
-        if not name or iskeyword(name) or name == "__debug__":
-            raise _GiveUp
-        self.i += 1
-        return name
 
-    def calls(self) -> list[tuple[str, dict[str, Any]]]:
-        self.expect("[")
-        out: list[tuple[str, dict[str, Any]]] = []
-        if self.tokens[self.i][3] == "]":
-            self.i += 1
-        else:
-            while True:
-                out.append(self.call())
-                if self.punct() == "]":
-                    break
-                if len(out) >= MAX_CALLS:
-                    raise _GiveUp
-        if self.i != len(self.tokens):
-            raise _GiveUp
-        return out
-
-    def call(self) -> tuple[str, dict[str, Any]]:
-        name = self.name()
-        self.expect("(")
-        kwargs: dict[str, Any] = {}
-        if self.tokens[self.i][3] == ")":
-            self.i += 1
-            return name, kwargs
+def _calls(tokens: list[str], names: bool) -> list[tuple[str, dict[str, Any]]]:
+    if tokens[0] != "[":
+        raise _GiveUp
+    out: list[tuple[str, dict[str, Any]]] = []
+    i = 1
+    if tokens[1] == "]":
+        i = 2
+    else:
         while True:
-            key = self.name()
-            if key in kwargs:
+            name = tokens[i]
+            if not _is_name(name) or tokens[i + 1] != "(":
                 raise _GiveUp
-            self.expect("=")
-            kwargs[key] = self.value(1)
-            mark = self.punct()
-            if mark == ")":
-                return name, kwargs
+            i += 2
+            kwargs: dict[str, Any] = {}
+            if tokens[i] == ")":
+                i += 1
+            else:
+                while True:
+                    key = tokens[i]
+                    if not _is_name(key) or key in kwargs or tokens[i + 1] != "=":
+                        raise _GiveUp
+                    kwargs[key], i = _value(tokens, i + 2, 1, names)
+                    mark = tokens[i]
+                    i += 1
+                    if mark == ")":
+                        break
+                    if mark != ",":
+                        raise _GiveUp
+            out.append((name, kwargs))
+            mark = tokens[i]
+            i += 1
+            if mark == "]":
+                break
+            if mark != "," or len(out) >= MAX_CALLS:
+                raise _GiveUp
+    if i != len(tokens):
+        raise _GiveUp
+    return out
+
+
+def _value(tokens: list[str], i: int, depth: int, names: bool) -> tuple[Any, int]:
+    """The value whose first token is ``tokens[i]``, and the index after it."""
+    token = tokens[i]
+    first = token[0]
+    if first == "'" or first == '"':
+        return token[1:-1], i + 1
+    if first == "-" or first.isdigit():
+        digits = token[1:] if first == "-" else token
+        value = float(digits) if "." in digits else int(digits)
+        return (-value if first == "-" else value), i + 1
+    if first == "[":
+        if depth >= MAX_DEPTH:
+            raise _GiveUp
+        items: list[Any] = []
+        i += 1
+        if tokens[i] == "]":
+            return items, i + 1
+        while True:
+            item, i = _value(tokens, i, depth + 1, names)
+            items.append(item)
+            mark = tokens[i]
+            i += 1
+            if mark == "]":
+                return items, i
             if mark != ",":
                 raise _GiveUp
-
-    def value(self, depth: int) -> Any:
-        string, number, name, punct, _ = self.tokens[self.i]
-        self.i += 1
-        if string:
-            return string[1:-1]
-        if number:
-            negative = number.startswith("-")
-            digits = number[1:] if negative else number
-            value = float(digits) if "." in digits else int(digits)
-            return -value if negative else value
-        if name:
-            if name in _CONSTANTS:
-                return _CONSTANTS[name]
-            if not self.names or iskeyword(name) or name == "__debug__":
-                raise _GiveUp
-            return name
-        if punct == "[" and depth < MAX_DEPTH:
-            items: list[Any] = []
-            if self.tokens[self.i][3] == "]":
-                self.i += 1
-                return items
-            while True:
-                items.append(self.value(depth + 1))
-                mark = self.punct()
-                if mark == "]":
-                    return items
-                if mark != ",":
-                    raise _GiveUp
+    if token in _MARKS:
         raise _GiveUp
+    if token in _CONSTANTS:
+        return _CONSTANTS[token], i + 1
+    if not names or iskeyword(token) or token == "__debug__":
+        raise _GiveUp
+    return token, i + 1
