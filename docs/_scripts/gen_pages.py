@@ -27,6 +27,7 @@ import inspect
 import io
 import json
 import re
+import statistics
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -520,6 +521,15 @@ def rollout_schedule_table() -> str:
     data = _load(name)
     if data is None:
         return _not_measured(name, "python benchmarks/rollout_schedule.py")
+
+    def in_flight(w: dict[str, Any], schedule: str) -> str:
+        values = sorted(
+            p["mean_in_flight"]
+            for p in w.get("passes", [])
+            if p["schedule"] == schedule and p.get("mean_in_flight") is not None
+        )
+        return f"{statistics.median(values):.1f}" if values else "-"
+
     rows = []
     for part, label in (("vllm_in_process", "vLLM in process"), ("openai_server", "OpenAI agent -> tooluse-serve")):
         for workload, w in (data.get(part) or {}).items():
@@ -530,22 +540,22 @@ def rollout_schedule_table() -> str:
                     f"{w['median_s']['lockstep']:.1f}",
                     f"{w['median_s']['async']:.1f}",
                     f"**{w['ratio_lockstep_over_async']:.2f}×**",
+                    f"{in_flight(w, 'lockstep')} / {in_flight(w, 'async')}",
                     f"{w['identical_episode_fraction_min']:.0%}",
                 ]
             )
     s, m = data["settings"], data["machine"]
+    header = [
+        "backend",
+        "workload",
+        "lockstep (s, median)",
+        "async (s, median)",
+        "lockstep / async",
+        "requests in flight (lockstep / async)",
+        "identical episodes",
+    ]
     return (
-        _table(
-            [
-                "backend",
-                "workload",
-                "lockstep (s, median)",
-                "async (s, median)",
-                "lockstep / async",
-                "identical episodes",
-            ],
-            rows,
-        )
+        _table(header, rows)
         + f"\n{s['episodes']} episodes ({s['tasks']}), {s['num_envs']} envs, {s['reps']} reps, {s['dtype']}, "
         + f"temperature {s['temperature']}; {m['cpu_model']}, Python {m['python']}; `{data['command'].strip()}` "
         + f"at `{data['commit'][:7]}` (`benchmarks/results/{name}`).\n"
