@@ -10,19 +10,22 @@
   entry and its global instances freed afterwards.
 
 Both paths replay the same trajectories and must agree that all 800 are valid, in every pass.
-Ours is timed twice per decoder: *first play* (a new env, so each task's ground truth is
-replayed alongside the episode) and *repeat play* (the env has played each task before and
-reuses its cached ground-truth replay, as in multi-seed evaluation or GRPO groups). The paths
-take turns every 50 tasks within a pass (in an order that rotates), so drift in the machine's
-speed hits all of them alike; each figure is the median over passes of the time per episode,
-and the ratios are official / ours. Writes ``benchmarks/results/env_throughput.json`` and
-``docs/env-throughput.png``; the README's speed table is checked against the JSON
-(``tests/test_readme_numbers.py``). Run: ``make bench``.
+Ours is timed twice per decoder: *first play* (a new env: each task's simulators are loaded and
+its ground truth is replayed alongside the episode) and *repeat play* (the env has played each
+task before: it starts the simulators from snapshots and reuses its cached ground-truth replay,
+as in multi-seed evaluation or GRPO groups). The paths take turns every 50 tasks within a pass
+(in an order that rotates), so drift in the machine's speed hits all of them alike; the data
+loaded before timing is frozen out of the garbage collector's reach (`gc.freeze`), so each
+path's collections cost what its own garbage costs. Each figure is the median over passes of
+the time per episode, and the ratios are official / ours. Writes
+``benchmarks/results/env_throughput.json`` and ``docs/env-throughput.png``; the README's speed
+table is checked against the JSON (``tests/test_readme_numbers.py``). Run: ``make bench``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import platform
 import statistics
@@ -173,6 +176,8 @@ def measure(task_ids: list[str], repeats: int) -> dict[str, object]:
             valid[name].append(sum(run(t) for t in task_ids))
     names = list(runners)
     chunks = [task_ids[i : i + CHUNK] for i in range(0, len(task_ids), CHUNK)]
+    gc.collect()
+    gc.freeze()  # the data loaded so far (tasks, entries, messages) is not the garbage collector's work in a pass
     for r in range(repeats):  # a pass: every path plays all tasks, taking turns chunk by chunk
         wall_s, cpu_s, count = dict.fromkeys(names, 0.0), dict.fromkeys(names, 0.0), dict.fromkeys(names, 0)
         for c, chunk in enumerate(chunks):
@@ -208,7 +213,8 @@ def measure(task_ids: list[str], repeats: int) -> dict[str, object]:
         "passes": repeats,
         "statistic": (
             f"median over passes of the mean wall-clock time per episode in a pass (perf_counter); in a pass "
-            f"the paths take turns every {CHUNK} tasks; 'cpu' holds the same for the process's CPU time"
+            f"the paths take turns every {CHUNK} tasks; objects loaded before timing are gc-frozen; "
+            "'cpu' holds the same for the process's CPU time"
         ),
         "decoders": decoders,
         "pass_ms": {name: [round(1000 * t, 4) for t in ts] for name, ts in times.items()},

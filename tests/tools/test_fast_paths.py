@@ -379,6 +379,21 @@ def test_stringify_result_equals_bfcl_conversion():
         assert stringify_result(value) == bfcl(value)
 
 
+def test_long_values_reuse_their_text_only_while_unchanged():
+    history = [1.5] * 300 + [float("nan"), -0.0, 1e300, "é", None]
+    result = {"price": 1.0, "MA(5)": history, "MA(20)": tuple(history), "nested": {"k": [1] * 200}}
+    for change in [None, (3, 2), (3, True), (3, 1), (3, 1.0), (0, "1.5"), (5, [1.5]), (7, {"k": 1})]:
+        if change is not None:
+            history[change[0]] = change[1]
+        for _ in range(2):  # written afresh, then reused
+            assert stringify_result(result) == json.dumps(result), change
+    history.append(object())  # not serializable: BFCL's fallback
+    assert stringify_result(result) == str(result)
+    history.pop()
+    for other in ({1: history}, {"a": history, 2: "int key"}, {"a": list(history)}, {"a": history[:10]}):
+        assert stringify_result(other) == json.dumps(other)
+
+
 @given(
     st.lists(st.sampled_from(["a", "b", "c", "{}", ""]), max_size=8),
     st.lists(st.sampled_from(["a", "b", "c"]), max_size=8),

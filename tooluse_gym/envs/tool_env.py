@@ -23,6 +23,7 @@ from tooluse_gym.tools.bfcl_decoding import parse_action_bfcl
 from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS, parse_action
 from tooluse_gym.tools.runtime import BackendHooks, CallRecord, ToolRuntime
 from tooluse_gym.tools.schemas import openai_tool
+from tooluse_gym.tools.snapshots import InstanceSnapshots
 from tooluse_gym.types import ParsedAction, StepRecord
 
 _RENDER_CLIP = 400
@@ -46,7 +47,8 @@ class EnvConfig:
         validate_args: Validate arguments against the function docs before calling.
         max_steps_per_turn: BFCL allows 20 executing steps per turn; the next one force-quits.
         truth_cache_size: Tasks whose ground-truth replay is kept once they are played a
-            second time (about 20 kB each for BFCL).
+            second time (about 20 kB each for BFCL), and whose freshly loaded simulators are
+            kept as snapshots to start later episodes from (`tooluse_gym.tools.snapshots`).
         holdout_notice: User message sent when held-out functions are added; ``{functions}``
             in it is replaced by the Python repr of their docs (BFCL's prompting mode).
     """
@@ -127,6 +129,9 @@ class ToolUseEnv(gym.Env[dict, Any]):
         # schemas (shared, never mutated)
         self._offered_cache: dict[tuple[int, int], frozenset[str]] = {}
         self._tools_cache: dict[tuple[int, frozenset[str]], list[dict[str, Any]]] = {}
+        # tasks' freshly loaded simulators, to start their later episodes from
+        self._snapshots = InstanceSnapshots(max_entries=2 * self.config.truth_cache_size)
+        self._replay = False
         self.render_mode = render_mode
         self.action_space = AssistantAction(MAX_MESSAGE_CHARS)
         self.observation_space = spaces.Dict({"messages": Conversation(), "tools": ToolSchemas()})
@@ -145,6 +150,9 @@ class ToolUseEnv(gym.Env[dict, Any]):
         else:
             raise ValueError(f"unknown task_id {task_id!r} (this env has {len(self.tasks)} tasks)")
         self.task = self.tasks[index]
+        # a task's first episode loads its simulators; later ones start from snapshots of them
+        key = self.task.task_id
+        self._replay = key in self._truth_cache or key in self._played_once
         self.runtime = self._new_runtime()
         self.checker = EpisodeChecker(self.task, self._truth_for(self.task))
         self.messages: list[dict[str, Any]] = []
@@ -253,6 +261,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
             self._stateless,
             validate=self.config.validate_args,
             hooks=self._hooks,
+            snapshots=self._snapshots if self._replay else None,
         )
 
     def _protocol(self, seed: int | None) -> dict[str, Any]:

@@ -271,7 +271,7 @@ def validation_doc(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     return _RELAXED_DOCS.get(doc)
 
 
-HOOKS = BackendHooks(isolate=isolate_instance, guard=argument_guard, validation_doc=validation_doc)
+HOOKS = BackendHooks(isolate=isolate_instance, guard=argument_guard, validation_doc=validation_doc, snapshots=True)
 """What the BFCL simulators need from the runtime (see `BackendHooks`)."""
 
 

@@ -23,11 +23,13 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from tooluse_gym.tasks.task import Task
 from tooluse_gym.tools.call_strings import plain_call, run_call_string, run_plain_call
 from tooluse_gym.tools.schemas import validation_error
+from tooluse_gym.tools.snapshots import InstanceSnapshots
 from tooluse_gym.types import ToolCall
 
 MAX_INT_MAGNITUDE = 2**63
@@ -48,11 +50,14 @@ class BackendHooks:
         validation_doc: ``doc -> doc``; the doc to validate arguments against, where the
             published doc contradicts the backend's own data (the doc shown to the model
             is never changed).
+        snapshots: Loaded instances hold only builtin data and `random.Random` generators,
+            so later episodes may start from a snapshot of them (`tooluse_gym.tools.snapshots`).
     """
 
     isolate: Callable[[str, Any, bool], None] | None = None
     guard: Callable[[str, str, Mapping[str, Any]], str | None] | None = None
     validation_doc: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+    snapshots: bool = False
 
 
 class _Refused(Exception):
@@ -143,16 +148,52 @@ def stringify_result(result: Any) -> str:
     return str(result)
 
 
-def _json_dumps(value: dict[str, Any]) -> str:
+def _json_dumps(value: dict[Any, Any]) -> str:
     """``json.dumps(value)`` for a dict, or an exception where json.dumps raises one.
 
     One C encoder with json.dumps' settings serves every call. It skips the circular-reference
     check, so a circular value raises RecursionError instead of ValueError: `stringify_result`
     turns either into ``str(value)``, as BFCL does.
+
+    A dict with string keys holding a long list (BFCL's long-context stock history: two lists
+    of 2,000 floats in every ``get_stock_info``) is written item by item, as the encoder writes
+    it, and a long list that is the very object written before, with the very same content
+    (the same `marshal` bytes: the same values of the same types), reuses its text.
     """
     if _C_ENCODER is None:
         return json.dumps(value)
+    long_values = False
+    for key, item in value.items():
+        if type(key) is not str:
+            break
+        if (type(item) is list or type(item) is tuple) and len(item) >= _LONG:
+            long_values = True
+    else:
+        if long_values:
+            items = (encode_basestring_ascii(key) + ": " + _value_text(item) for key, item in value.items())
+            return "{" + ", ".join(items) + "}"
     return "".join(_C_ENCODER(value, 0))
+
+
+_LONG = 128
+_LONG_TEXTS: dict[int, tuple[Any, bytes, str]] = {}
+
+
+def _value_text(value: Any) -> str:
+    if (type(value) is not list and type(value) is not tuple) or len(value) < _LONG:
+        return "".join(_C_ENCODER(value, 0))
+    try:
+        content = marshal.dumps(value, 2)  # version 2: no back-references, so only the content counts
+    except ValueError:
+        return "".join(_C_ENCODER(value, 0))
+    known = _LONG_TEXTS.get(id(value))
+    if known is not None and known[0] is value and known[1] == content:
+        return known[2]
+    text = "".join(_C_ENCODER(value, 0))
+    if len(_LONG_TEXTS) >= 256:
+        _LONG_TEXTS.clear()
+    _LONG_TEXTS[id(value)] = (value, content, text)  # holding `value` keeps its id from being reused
+    return text
 
 
 _C_ENCODER = (
@@ -161,7 +202,7 @@ _C_ENCODER = (
     else json.encoder.c_make_encoder(
         None,  # no circular-reference markers
         json.JSONEncoder().default,
-        json.encoder.encode_basestring_ascii,
+        encode_basestring_ascii,
         None,  # indent
         ": ",
         ", ",
@@ -224,6 +265,20 @@ def _too_big_int(value: Any) -> bool:
     return True
 
 
+def _load(task: Task, backend: str, cls: type, stateful: bool, hooks: BackendHooks) -> Any:
+    """A new instance of `cls` with the task's initial state loaded, isolated from module-level data."""
+    instance = cls()
+    if stateful:
+        state = copy_initial_state(task.initial_config.get(backend, {}), from_json=task.source == "bfcl")
+        if hasattr(instance, "_load_scenario"):
+            instance._load_scenario(state, long_context=task.long_context)
+        else:
+            instance.load_state(state)
+        if hooks.isolate is not None:
+            hooks.isolate(backend, instance, task.long_context)
+    return instance
+
+
 class ToolRuntime:
     """The backend instances of one episode (or one ground-truth replay) and call dispatch.
 
@@ -233,6 +288,8 @@ class ToolRuntime:
         stateless: Backends that have no `_load_scenario` to call.
         validate: Validate arguments against the function docs before calling.
         hooks: Backend-specific adjustments (see `BackendHooks`).
+        snapshots: Where this env keeps its tasks' freshly loaded instances, to start from them
+            instead of loading again (used only when `hooks.snapshots` allows it).
     """
 
     def __init__(
@@ -243,24 +300,23 @@ class ToolRuntime:
         *,
         validate: bool = True,
         hooks: BackendHooks | None = None,
+        snapshots: InstanceSnapshots | None = None,
     ):
         stateless = frozenset(stateless)
         hooks = hooks or BackendHooks()
+        snapshots = snapshots if hooks.snapshots else None
         self.instances: dict[str, Any] = {}
         self._owner: dict[str, str] = {}
         for backend in task.backends:
             if backend not in classes:
                 raise KeyError(f"task {task.task_id} needs tool backend {backend!r}, which is not registered")
             cls = classes[backend]
-            instance = cls()
-            if backend not in stateless:
-                state = copy_initial_state(task.initial_config.get(backend, {}), from_json=task.source == "bfcl")
-                if hasattr(instance, "_load_scenario"):
-                    instance._load_scenario(state, long_context=task.long_context)
-                else:
-                    instance.load_state(state)
-                if hooks.isolate is not None:
-                    hooks.isolate(backend, instance, task.long_context)
+            stateful = backend not in stateless
+            instance = snapshots.restore(task, backend, cls) if snapshots is not None and stateful else None
+            if instance is None:
+                instance = _load(task, backend, cls, stateful, hooks)
+                if snapshots is not None and stateful:
+                    snapshots.take(task, backend, instance)
             self.instances[backend] = instance
             methods = _public_methods(cls)
             if not self._owner.keys().isdisjoint(methods):
