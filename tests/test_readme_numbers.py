@@ -1,0 +1,69 @@
+"""The README's speed table shows what `benchmarks/results/env_throughput.json` holds, as rounded there."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "env_throughput.json"
+_ROW = re.compile(
+    r"^\|\s*(?P<decoder>[^|]*?)\s*\|\s*(?P<path>[^|]+?)\s*\|\s*(?P<ms>[\d.]+)\s*\|\s*(?P<ratio>[\d.]+)×\s*\|$"
+)
+
+
+def _speed_section() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("\n## Speed\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end >= 0 else len(text)]
+
+
+def _env_table(section: str) -> list[dict[str, str]]:
+    lines = section.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("| decoder | path | ms / episode |"))
+    rows = []
+    for line in lines[header + 2 :]:
+        if not line.startswith("|"):
+            break
+        match = _ROW.match(line)
+        assert match, f"README speed table: cannot read row {line!r}"
+        rows.append(match.groupdict())
+    return rows
+
+
+def test_speed_table_equals_the_benchmark_results():
+    result = json.loads(RESULTS.read_text(encoding="utf-8"))
+    rows = _env_table(_speed_section())
+    seen = set()
+    for row in rows:
+        decoder = row["decoder"].strip("`").split("`")[0]
+        if row["path"].startswith("bfcl_eval"):
+            expected = {(r["official_ms"], 1.0) for r in result["decoders"].values()}
+            assert len(expected) == 1
+            (ms, ratio) = expected.pop()
+            key = ("official", "")
+        else:
+            play = "first_play" if row["path"].startswith("first play") else "repeat_play"
+            figures = result["decoders"][decoder]
+            ms, ratio = figures[f"{play}_ms"], figures[f"{play}_ratio"]
+            key = (decoder, play)
+        assert row["ms"] == f"{ms:.2f}", (row, ms)
+        assert row["ratio"] == f"{ratio:.2f}", (row, ratio)
+        seen.add(key)
+    expected_keys = {("official", "")} | {(d, p) for d in result["decoders"] for p in ("first_play", "repeat_play")}
+    assert seen == expected_keys
+
+
+def test_speed_section_names_the_machine_and_the_run():
+    result = json.loads(RESULTS.read_text(encoding="utf-8"))
+    section = _speed_section()
+    machine = result["machine"]
+    assert machine["cpu_model"] in section
+    assert f"Python {machine['python']}" in section
+    assert f"bfcl-eval {machine['bfcl_eval']}" in section
+    assert f"median of {result['passes']} passes" in section
+    assert f"{result['episodes']} ground-truth episodes" in section
+    for row in result["decoders"].values():
+        assert row["valid"] == {"official": 800, "first_play": 800, "repeat_play": 800}
