@@ -93,7 +93,7 @@ def test_generated_pages_are_current():
 def test_generator_tolerates_missing_results(tmp_path, monkeypatch):
     gen = _generator()
     monkeypatch.setattr(gen, "RESULTS", tmp_path)
-    for name in ("env-speed", "rollout-schedule", "dtype-cpu", "efficiency-headline"):
+    for name in ("env-speed", "rollout-schedule", "dtype-cpu", "efficiency-headline", "speed-summary"):
         assert "Not measured yet" in gen.BLOCKS[name]()
     assert "not measured yet" in gen.BLOCKS["headline"]()
 

@@ -462,27 +462,6 @@ def headline_table() -> str:
                 f"`{name}`",
             ]
         )
-    env = _load("env_throughput.json")
-    if env is None:
-        rows.append(
-            [
-                "Env speed vs bfcl_eval's executor + checker",
-                "not measured yet",
-                "",
-                "`benchmarks/results/env_throughput.json`",
-            ]
-        )
-    else:
-        d = env["decoders"].get("bfcl") or next(iter(env["decoders"].values()))
-        rows.append(
-            [
-                'Env speed vs bfcl_eval\'s executor + checker (`decoder="bfcl"`)',
-                f"{d['first_play_ms']:.2f} ms first play, {d['repeat_play_ms']:.2f} ms repeat "
-                f"(official {d['official_ms']:.2f} ms)",
-                f"{d['first_play_ratio']:.2f}x / {d['repeat_play_ratio']:.2f}x",
-                "`env_throughput.json`",
-            ]
-        )
     return _table(["what", "result", "verdict", "file"], rows)
 
 
@@ -598,7 +577,8 @@ def dtype_cpu_table() -> str:
             ],
             rows,
         )
-        + f"\n{m['cpu_model']} (bf16 flags: {flags}); `dtype: auto` resolves to `{data['auto_resolves_to']}` here. "
+        + f"\n{m['cpu_model']} (bf16 flags: {flags}); `dtype: auto` resolved to `{data['auto_resolves_to']}` when this "
+        + "was measured. "
         + f"`{data['command'].strip()}` at `{data['commit'][:7]}` (`benchmarks/results/{name}`).\n"
     )
 
@@ -621,7 +601,50 @@ def known_issues_table() -> str:
     )
 
 
+def speed_summary() -> str:
+    """One line per rollout measurement, for the README (the tables are on the results page)."""
+    lines = []
+    schedule = _load("rollout_schedule.json")
+    if schedule is None:
+        lines.append(
+            "- Async against lockstep rollouts: "
+            + _not_measured("rollout_schedule.json", "python benchmarks/rollout_schedule.py").strip()
+        )
+    else:
+        parts = []
+        for part, label in (("vllm_in_process", "vLLM in process"), ("openai_server", "against `tooluse-serve`")):
+            workloads = schedule.get(part) or {}
+            if workloads:
+                ratios = " / ".join(f"{w['ratio_lockstep_over_async']:.2f}×" for w in workloads.values())
+                parts.append(f"{ratios} {label}")
+        names = " / ".join(next((schedule.get(p) for p in ("vllm_in_process", "openai_server") if schedule.get(p)), {}))
+        same = min(
+            w["identical_episode_fraction_min"]
+            for p in ("vllm_in_process", "openai_server")
+            for w in (schedule.get(p) or {}).values()
+        )
+        lines.append(
+            f"- Async against lockstep rollouts (lockstep time / async time, {names} messages): {', '.join(parts)}; "
+            f"{same:.0%} of episodes identical under both (`rollout_schedule.json`)."
+        )
+    dtype = _load("dtype_cpu.json")
+    if dtype is None:
+        lines.append(
+            "- bf16 against fp32 on a CPU: " + _not_measured("dtype_cpu.json", "python benchmarks/dtype_cpu.py").strip()
+        )
+    else:
+        r = dtype["bf16_over_fp32"]
+        flags = ", ".join(dtype["machine"]["bf16_flags"]) or "no bf16 flags"
+        lines.append(
+            f"- bf16 against fp32 on this CPU ({dtype['machine']['cpu_model']}, {flags}): "
+            f"{r['rollouts_one_at_a_time']:.2f}× vLLM rollouts one at a time, {r['rollouts_batched']:.2f}× batched, "
+            f"{r['update_speed']:.2f}× a 1,000-token update (`dtype_cpu.json`)."
+        )
+    return "\n".join(lines) + "\n"
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
+    "speed-summary": speed_summary,
     "headline": headline_table,
     "efficiency-headline": lambda: efficiency_table("grpo_efficiency.json"),
     "efficiency-whole-split": lambda: efficiency_table("grpo_efficiency_whole_split.json"),
