@@ -180,9 +180,14 @@ def train(config: SFTConfig, progress: bool = True) -> dict[str, Any]:
 
     torch.manual_seed(config.seed)
     # the trainers' one model loader (names such as smollm2-135m and tiny-random resolved in one place)
-    policy = Policy.load(
+    policy = Policy.load(  # fp32 compute (no autocast): the warm-starts the README and the studies measured
         PolicyConfig(
-            model=config.model, dtype="float32", device="cpu", gradient_checkpointing=False, threads=config.threads
+            model=config.model,
+            dtype="float32",
+            autocast=None,
+            device="cpu",
+            gradient_checkpointing=False,
+            threads=config.threads,
         )
     )
     model, tokenizer = policy.model, policy.tokenizer

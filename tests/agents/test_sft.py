@@ -66,7 +66,9 @@ def test_task_order_keeps_steps_together_and_is_seeded(tiny):
 
 def test_the_detached_prompt_loss_equals_the_full_forward(tiny):
     _, tokenizer = tiny
-    policy = Policy.load(PolicyConfig(model="tiny-random", dtype="float32", gradient_checkpointing=False))
+    policy = Policy.load(
+        PolicyConfig(model="tiny-random", dtype="float32", autocast=None, gradient_checkpointing=False)
+    )
     examples = build_examples(SFTConfig(scenarios=WARMUP, limit=4), tokenizer)
     batch = examples[:5]  # several tasks' steps: the common prefix is the system text, later steps extend earlier ones
     assert len({e.task_id for e in batch}) > 1

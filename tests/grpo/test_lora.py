@@ -12,7 +12,9 @@ from agents.grpo.update import PolicyUpdater, UpdateConfig
 def test_lora_update_moves_adapters_and_merged_weights(tiny_model):
     torch.manual_seed(0)
     policy = Policy.load(
-        PolicyConfig(model=str(tiny_model), gradient_checkpointing=False, threads=1, lora=LoraSettings(r=4))
+        PolicyConfig(
+            model=str(tiny_model), autocast=None, gradient_checkpointing=False, threads=1, lora=LoraSettings(r=4)
+        )
     )
     base_before = {n: p.detach().clone() for n, p in policy.base.named_parameters() if "lora_" not in n}
     merged_before = dict(policy.weights_for_sync())

@@ -13,7 +13,9 @@ from agents.grpo.update import PolicyUpdater, UpdateConfig
 
 @pytest.fixture(scope="module")
 def policy():
-    return Policy.load(PolicyConfig(model="tiny-random", dtype="float32", gradient_checkpointing=True, threads=1))
+    return Policy.load(
+        PolicyConfig(model="tiny-random", dtype="float32", autocast=None, gradient_checkpointing=True, threads=1)
+    )
 
 
 def _samples() -> list[Sample]:

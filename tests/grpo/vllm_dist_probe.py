@@ -36,7 +36,9 @@ def main() -> None:
     )
     from vllm import SamplingParams
 
-    policy = Policy.load(PolicyConfig(model="smollm2-135m", dtype="float32", gradient_checkpointing=False))
+    policy = Policy.load(
+        PolicyConfig(model="smollm2-135m", dtype="float32", autocast=None, gradient_checkpointing=False)
+    )
     policy.shard(dist)
     llm, tokenizer = engine.llm, policy.tokenizer
     ids = tokenizer(PROMPT, add_special_tokens=False)["input_ids"]

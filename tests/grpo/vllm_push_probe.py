@@ -28,7 +28,9 @@ def main() -> None:
     )
     from vllm import SamplingParams
 
-    policy = Policy.load(PolicyConfig(model="smollm2-135m", dtype="float32", gradient_checkpointing=False))
+    policy = Policy.load(
+        PolicyConfig(model="smollm2-135m", dtype="float32", autocast=None, gradient_checkpointing=False)
+    )
     llm, tokenizer = engine.llm, policy.tokenizer
     ids = tokenizer(PROMPT, add_special_tokens=False)["input_ids"]
     gen_params = SamplingParams(temperature=1.0, max_tokens=24, seed=7, logprobs=0)
