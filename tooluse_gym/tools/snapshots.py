@@ -30,7 +30,7 @@ from tooluse_gym.tasks.task import Task
 @dataclass(frozen=True)
 class _Snapshot:
     task: Task
-    cls: type
+    cls: type[Any]
     blob: bytes | None  # None: declined
     generators: tuple[tuple[str, tuple[Any, ...]], ...] = ()
 
@@ -47,7 +47,7 @@ class InstanceSnapshots:
         self._max_entries = max_entries
         self._states: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # one copy of each generator state (~25 kB)
 
-    def restore(self, task: Task, backend: str, cls: type) -> Any | None:
+    def restore(self, task: Task, backend: str, cls: type[Any]) -> Any | None:
         """A new instance as the snapshot of `task`'s `backend` was, or None (none taken, or declined)."""
         snapshot = self._entries.get((id(task), backend))
         if snapshot is None or snapshot.task is not task or snapshot.cls is not cls or snapshot.blob is None:
@@ -58,7 +58,7 @@ class InstanceSnapshots:
             generator = random.Random(0)
             generator.setstate(state)
             attributes[name] = generator
-        instance = cls.__new__(cls)
+        instance = cls.__new__(cls)  # type: ignore[call-overload]  # mypy reads type.__new__ here
         instance.__dict__.update(attributes)
         return instance
 
