@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import time
@@ -172,7 +173,14 @@ class VLLMAgent:
         while not done and self._pending:
             self.stats["engine_steps"] += 1
             self.stats["in_flight_sum"] += len(self._pending)
-            for output in engine.step():
+            try:
+                outputs = engine.step()
+            except Exception:  # the caller fails what was in flight: nothing of it may come back later
+                with contextlib.suppress(Exception):
+                    engine.abort_request(list(self._pending))
+                self._pending.clear()
+                raise
+            for output in outputs:
                 if output.finished and output.request_id in self._pending:
                     key, started = self._pending.pop(output.request_id)
                     done.append((key, _generation(output, time.perf_counter() - started)))
