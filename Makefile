@@ -64,7 +64,7 @@ typecheck: setup
 	$(VENV)/bin/mypy
 
 bench: setup
-	$(PY) benchmarks/env_throughput.py
+	$(PY) benchmarks/env_throughput.py --write
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache site

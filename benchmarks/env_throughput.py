@@ -278,7 +278,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7, help="timed passes per path")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--plot", type=Path, default=PLOT)
-    parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--write", action="store_true", help="write the JSON and the plot (`make bench`); without it: print only"
+    )
     args = parser.parse_args()
     task_ids = [t.task_id for t in bfcl.load_bfcl_tasks("all")]
     result = measure(task_ids, args.repeats)
@@ -290,7 +292,7 @@ def main() -> None:
                 f"first play {figures['first_play_ms']:.3f} ms ({figures['first_play_ratio']:.2f}x) | "
                 f"repeat play {figures['repeat_play_ms']:.3f} ms ({figures['repeat_play_ratio']:.2f}x)"
             )
-    if not args.no_write:
+    if args.write:  # a casual run (a hook, a check) must not replace the committed measurement
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
         plot(result, args.plot)
