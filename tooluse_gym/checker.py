@@ -51,6 +51,7 @@ class TurnVerdict:
     missing_results: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        """The verdict as a JSON-able dict; `message`, `state_diff` and `missing_results` only when set."""
         out: dict[str, Any] = {
             "turn": self.turn,
             "checked": self.checked,
@@ -76,6 +77,7 @@ class CheckResult:
     turns: tuple[TurnVerdict, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as a JSON-able dict, per-turn verdicts included (the shape of ``info["checker"]``)."""
         return {
             "valid": self.valid,
             "error_type": self.error_type,
@@ -168,6 +170,7 @@ class EpisodeChecker:
         self._force_terminated_at = turn
 
     def result(self) -> CheckResult:
+        """The episode's verdict so far: force-terminated, else the first failing turn's error, else valid."""
         if self._force_terminated_at is not None:
             return CheckResult(
                 False,

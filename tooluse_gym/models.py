@@ -28,6 +28,7 @@ _GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def models_dir() -> Path:
+    """Where named models are built: ``$XDG_CACHE_HOME/tooluse-gym/models`` (``~/.cache`` when unset)."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return cache / "tooluse-gym" / "models"
 

@@ -89,9 +89,11 @@ class SystemPromptSpec:
 
     @property
     def sha256(self) -> str:
+        """The template's sha256, before functions are inserted ("" for ``none``): the card's `system_prompt_sha256`."""
         return sha256_text(self.template) if self.template is not None else ""
 
     def render(self, functions: Sequence[Mapping[str, Any]]) -> str | None:
+        """The prompt for these function docs: the template with each ``{functions}`` replaced; None for ``none``."""
         if self.template is None:
             return None
         if not self.carries_tools:

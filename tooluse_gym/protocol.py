@@ -16,6 +16,7 @@ MAX_STEPS_PER_TURN = 20
 
 
 def sha256_text(text: str) -> str:
+    """The hex sha256 of `text` encoded as UTF-8."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -70,12 +71,14 @@ class ProtocolCard:
     extra: tuple[tuple[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        """The card as a JSON-able dict, with `extra` as a name -> value dict."""
         out = dataclasses.asdict(self)
         out["extra"] = dict(self.extra)
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProtocolCard:
+        """The card `to_dict` wrote; absent fields take their defaults, unknown ones raise `ValueError`."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - known
         if unknown:
@@ -85,6 +88,7 @@ class ProtocolCard:
         return cls(**data)
 
     def replace(self, **changes: Any) -> ProtocolCard:
+        """A copy with the given fields changed."""
         return dataclasses.replace(self, **changes)
 
     def fingerprint(self) -> str:

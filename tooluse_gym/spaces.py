@@ -41,9 +41,14 @@ class ChatText(Space[str]):
 
     @property
     def is_np_flattenable(self) -> bool:
+        """False: text cannot be flattened into a NumPy array."""
         return False
 
     def sample(self, mask: Any = None, probability: Any = None) -> str:
+        """Random text of 0 to min(64, `max_length`) characters: printable ASCII, newline, tab and some non-ASCII.
+
+        Masks and probabilities are not supported (`NotImplementedError`).
+        """
         if mask is not None or probability is not None:
             raise NotImplementedError("ChatText.sample does not support masks")
         length = int(self.np_random.integers(0, min(self.max_length, 64) + 1))
@@ -51,6 +56,7 @@ class ChatText(Space[str]):
         return "".join(_SAMPLE_ALPHABET[i] for i in idx)
 
     def contains(self, x: Any) -> bool:
+        """Whether `x` is a `str` of at most `max_length` characters."""
         return isinstance(x, str) and len(x) <= self.max_length
 
     def __repr__(self) -> str:
@@ -60,9 +66,11 @@ class ChatText(Space[str]):
         return isinstance(other, ChatText) and other.max_length == self.max_length
 
     def to_jsonable(self, sample_n: Sequence[str]) -> list[str]:
+        """The samples as a list (strings are already JSON)."""
         return list(sample_n)
 
     def from_jsonable(self, sample_n: Sequence[str]) -> list[str]:
+        """The samples as a list (the inverse of `to_jsonable`)."""
         return list(sample_n)
 
 
@@ -74,6 +82,11 @@ class AssistantAction(ChatText):
     """
 
     def contains(self, x: Any) -> bool:
+        """Whether `x` is text `ChatText` accepts, or a mapping with such ``content`` and ``tool_calls``.
+
+        Either key may be missing or None; ``tool_calls`` may be any non-string sequence, whose calls
+        are not inspected.
+        """
         if isinstance(x, Mapping):
             content = x.get("content")
             calls = x.get("tool_calls")
@@ -97,13 +110,16 @@ class Conversation(Space[list]):
 
     @property
     def is_np_flattenable(self) -> bool:
+        """False: messages cannot be flattened into a NumPy array."""
         return False
 
     def sample(self, mask: Any = None, probability: Any = None) -> list[dict[str, str]]:
+        """A one-message conversation: a user message of random text (mask and probability are ignored)."""
         text = ChatText(64, seed=int(self.np_random.integers(2**31)))
         return [{"role": "user", "content": text.sample()}]
 
     def contains(self, x: Any) -> bool:
+        """Whether `x` is a list of mappings, each with a role in `ROLES` and `str` or None content."""
         if not isinstance(x, list):
             return False
         for m in x:
@@ -129,12 +145,15 @@ class ToolSchemas(Space[list]):
 
     @property
     def is_np_flattenable(self) -> bool:
+        """False: schemas cannot be flattened into a NumPy array."""
         return False
 
     def sample(self, mask: Any = None, probability: Any = None) -> list[dict[str, Any]]:
+        """An empty list: no tools offered."""
         return []
 
     def contains(self, x: Any) -> bool:
+        """Whether `x` is a list of mappings, each with a mapping under ``function``."""
         return isinstance(x, list) and all(isinstance(t, Mapping) and isinstance(t.get("function"), Mapping) for t in x)
 
     def __repr__(self) -> str:
@@ -187,6 +206,7 @@ class ObjectSlots:
         self.sizes = ctx.RawArray("q", self.n)
 
     def write(self, index: int, value: Any) -> None:
+        """Pickle `value` into slot `index`; `ValueError` if it does not fit the slot."""
         blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         if len(blob) > self.slot_bytes:
             raise ValueError(
@@ -198,6 +218,7 @@ class ObjectSlots:
         self.sizes[index] = len(blob)
 
     def read(self, index: int) -> Any:
+        """The object last written to slot `index` (None before the first write)."""
         size = self.sizes[index]
         if size == 0:
             return None

@@ -76,6 +76,7 @@ class StepRecord:
     parse_failure: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-able form for episode files (the content under ``assistant``; ``parse_failure`` only when set)."""
         out: dict[str, Any] = {
             "turn": self.turn,
             "assistant": self.content,

@@ -36,6 +36,7 @@ __all__ = ["CHOICES", "DECODERS", "MAX_STEPS_PER_TURN", "Knobs", "check_choice"]
 
 
 def check_choice(knob: str, value: object, choices: Sequence[str]) -> None:
+    """Raise `ValueError` naming `knob` and its allowed values unless `value` is one of `choices`."""
     if value not in choices:
         raise ValueError(f"{knob} must be one of {', '.join(map(repr, choices))}; got {value!r}")
 
@@ -86,6 +87,7 @@ class Knobs:
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
+        """Every knob's name, in declaration order."""
         return tuple(f.name for f in dataclasses.fields(cls))
 
     def with_defaults(self, **given: Any) -> Knobs:

@@ -141,6 +141,11 @@ class ToolUseEnv(gym.Env[dict, Any]):
     # --- Gymnasium API -------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Start an episode on ``options["task_id"]``, or on a task drawn with the seed, and show its first turn.
+
+        `info` holds ``task_id``, ``turn`` (0) and ``protocol``, the protocol card with this seed.
+        An unknown ``task_id`` raises `ValueError`.
+        """
         self._seed_lazily(seed)
         task_id = (options or {}).get("task_id")
         if task_id is None:
@@ -170,6 +175,12 @@ class ToolUseEnv(gym.Env[dict, Any]):
         return self._obs(), info
 
     def step(self, action: Any):
+        """Decode one assistant message, execute its calls, or end the user turn when it has none.
+
+        `info` holds ``task_id`` and ``turn``, plus ``parse_failure`` when decoding failed, ``step``
+        (executing steps so far in the turn) after calls, ``turn_verdict`` when a turn ends, and
+        ``checker`` and ``tooluse`` at the end. Raises `gymnasium.error.ResetNeeded` after the end.
+        """
         if self._done:
             raise gym.error.ResetNeeded("the episode has ended; call reset() before step()")
         if self.config.decoder == "bfcl":
@@ -200,6 +211,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
         return self._obs(), 0.0, False, False, info
 
     def render(self) -> str | None:
+        """Under ``ansi``, the episode's messages, one clipped line each, and the verdict once known; else None."""
         if self.render_mode != "ansi":
             return None
         lines = [f"# {self.task.task_id}" if self.task else "# (not reset)"]
@@ -215,6 +227,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
         return "\n".join(lines) + "\n"
 
     def close(self) -> None:
+        """End the current episode: `step` needs a `reset` again."""
         self._done = True
 
     # --- seeding ---------------------------------------------------------------------------
@@ -238,6 +251,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
 
     @property
     def np_random(self) -> np.random.Generator:
+        """The env's generator: built on first use from the last reset's seed (a random one if never seeded)."""
         self._materialize_seed()
         return super().np_random
 
@@ -249,6 +263,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
 
     @property
     def np_random_seed(self) -> int:
+        """The seed `np_random` was built from (-1 when a generator was assigned directly)."""
         self._materialize_seed()
         return super().np_random_seed
 

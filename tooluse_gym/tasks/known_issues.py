@@ -56,6 +56,7 @@ class KnownIssue:
         return _LABELS[self.kind]
 
     def to_dict(self) -> dict[str, Any]:
+        """The entry as it is written in the registry file; ``check`` only when set."""
         out = {k: getattr(self, k) for k in _REQUIRED}
         if self.check is not None:
             out["check"] = dict(self.check)

@@ -86,12 +86,15 @@ class ScenarioSet:
     """Hash of the files' bytes (in path order): two runs used the same tasks iff it matches."""
 
     def classes(self) -> dict[str, type]:
+        """Backend name -> class, for every backend the tasks use."""
         return {b.name: b.cls for b in self.backends}
 
     def stateless(self) -> frozenset[str]:
+        """The names of the backends that take no initial state."""
         return frozenset(b.name for b in self.backends if b.stateless)
 
     def hooks(self) -> BackendHooks:
+        """The backends' hooks as one `BackendHooks` (`combined_hooks`)."""
         return combined_hooks(self.backends)
 
 

@@ -45,6 +45,7 @@ def validate(paths: Sequence[str], replay: bool = True) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run `tooluse-scenarios` on `argv` (default: the command line) and return the exit code."""
     parser = argparse.ArgumentParser(prog="tooluse-scenarios", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("validate", help="check scenario files (schema, backends, functions, ground truth)")

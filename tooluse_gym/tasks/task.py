@@ -50,6 +50,7 @@ class Task:
 
     @property
     def num_turns(self) -> int:
+        """The number of user turns."""
         return len(self.turns)
 
     def all_functions(self) -> tuple[Mapping[str, Any], ...]:

@@ -84,6 +84,7 @@ def binary(op: ast.operator, left: Any, right: Any) -> Any:
 
 
 def unary(op: ast.unaryop, operand: Any) -> Any:
+    """``<op> operand`` (``-``, ``+``, ``not``, ``~``) as Python computes it; Python's own errors propagate."""
     return _check_result(_UNARY[type(op)](operand))
 
 

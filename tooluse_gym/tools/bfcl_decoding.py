@@ -1,4 +1,4 @@
-"""bfcl_eval's eval-time decoders, reproduced without `eval` (the ``decoder="bfcl"`` knob).
+r"""bfcl_eval's eval-time decoders, reproduced without `eval` (the ``decoder="bfcl"`` knob).
 
 BFCL turns each model response into *call strings* such as ``cd(folder='docs')`` and its
 executor evaluates those strings. This module produces the very same strings from the same
@@ -16,7 +16,7 @@ evaluating anything. Three response shapes, each as the handler BFCL uses for it
   its first key. Anything else (prose, a code fence with a language tag, two lists, a
   lambda, an attribute, a comprehension...) fails to decode, which ends the turn.
 * ``<tool_call>`` JSON text (``QwenFCHandler.decode_execute``): blocks must read
-  ``<tool_call>\\n{...}\\n</tool_call>``; blocks that are not JSON are skipped; every other
+  ``<tool_call>\n{...}\n</tool_call>``; blocks that are not JSON are skipped; every other
   block must be an object with ``name`` and ``arguments``, or the response fails.
 * structured ``tool_calls`` (function-calling mode, ``convert_to_function_call``): each
   call is ``{name: arguments_json}``; one call whose arguments are not a JSON object makes

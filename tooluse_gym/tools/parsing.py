@@ -44,9 +44,9 @@ _NUMBER_THEN_KEYWORD = re.compile(r"(?<![\w])\d[\w.]*?(?:and|else|for|if|in|is|o
 
 
 def parse_expression(source: str, filename: str = "<unknown>") -> ast.Expression:
-    """``ast.parse(source, filename, mode="eval")`` without the compiler's warnings.
+    r"""``ast.parse(source, filename, mode="eval")`` without the compiler's warnings.
 
-    Model text such as ``grep(pattern='\\d+')`` makes the compiler warn (an invalid escape
+    Model text such as ``grep(pattern='\d+')`` makes the compiler warn (an invalid escape
     sequence: `DeprecationWarning` before Python 3.12, `SyntaxWarning` since); an env step
     must not turn model text into warnings. Raises what `compile` raises.
 

@@ -53,6 +53,7 @@ class ToolBackend:
     source: str = "user"
 
     def function_names(self) -> tuple[str, ...]:
+        """The names of its functions, in `docs` order."""
         return tuple(doc["name"] for doc in self.docs)
 
 

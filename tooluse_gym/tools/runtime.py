@@ -335,6 +335,14 @@ class ToolRuntime:
         return [self.execute_one(call, offered) for call in calls]
 
     def execute_one(self, call: ToolCall, offered: frozenset[str] | None = None) -> CallRecord:
+        """Run one call; every failure comes back as an ``Error during execution: ...`` result, never raised.
+
+        A call with a BFCL call string (`ToolCall.source`) runs as BFCL's executor would. Any
+        other call is refused unexecuted when it carries an `error`, names a function not defined
+        or not in `offered`, or has arguments that do not bind or pass the checks (size, validation,
+        the backend's guard); an exception from the function becomes its result. Results longer
+        than `MAX_RESULT_CHARS` are truncated.
+        """
         if call.source is not None:
             return self._execute_source(call, offered)
         if call.error is not None:

@@ -81,6 +81,7 @@ class DocCache(Generic[V]):
         self._by_id: dict[int, tuple[Mapping[str, Any], V]] = {}
 
     def get(self, doc: Mapping[str, Any]) -> V:
+        """The value built from `doc`, reused for an equal doc seen before."""
         hit = self._by_id.get(id(doc))
         if hit is not None and hit[0] is doc:
             return hit[1]

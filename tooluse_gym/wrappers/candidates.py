@@ -326,6 +326,7 @@ class CandidateActions(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     @property
     def base(self) -> Any:
+        """The wrapped `ToolUseEnv` (``env.unwrapped``)."""
         return self.env.unwrapped
 
     @property
@@ -348,6 +349,11 @@ class CandidateActions(gym.Wrapper, gym.utils.RecordConstructorArgs):
         return card.replace(reward=self.config.reward, extra=extra)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Reset the wrapped env and offer the first candidates; a seed also seeds their shuffle.
+
+        `info` is the wrapped env's, with ``candidates`` added and this wrapper's reward and knobs
+        on its ``protocol`` card.
+        """
         _, info = self.env.reset(seed=seed, options=options)
         if seed is not None:
             self._rng = np.random.default_rng(np.random.SeedSequence([seed, 0xCA2D]))
@@ -359,6 +365,12 @@ class CandidateActions(gym.Wrapper, gym.utils.RecordConstructorArgs):
         return self._observe(info)
 
     def step(self, action: Any):
+        """Send candidate number `action` to the wrapped env and offer the next candidates.
+
+        With ``end_on_mistake``, a wrong pick terminates the episode. The observation after the
+        end is all zeros. Raises `gymnasium.error.ResetNeeded` outside an episode and
+        `ValueError` for an index outside ``[0, K)``.
+        """
         if self._set is None:
             raise gym.error.ResetNeeded("call reset() before step()")
         index = int(action)
@@ -407,6 +419,7 @@ class CandidateActions(gym.Wrapper, gym.utils.RecordConstructorArgs):
         return obs, info
 
     def render(self) -> str | None:
+        """The wrapped env's rendering followed by the numbered candidates, while there are any."""
         text = self.env.render()
         if text is None or not self._set:
             return text

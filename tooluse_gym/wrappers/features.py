@@ -134,6 +134,7 @@ def conversation_state(env: Any) -> ConversationState:
 
 
 def context_features(state: ConversationState) -> np.ndarray:
+    """The `CONTEXT_FEATURES` of `state`, each scaled into [0, 1]."""
     out = np.zeros(len(CONTEXT_FEATURES), dtype=np.float32)
     out[0] = min(state.steps_in_turn / max(state.max_steps_per_turn, 1), 1.0)
     out[1] = float(state.steps_in_turn == 0)
@@ -203,4 +204,5 @@ def featurize(
 
 
 def observation_size(num_candidates: int) -> int:
+    """Length of the observation vector for `num_candidates` candidates."""
     return len(CONTEXT_FEATURES) + num_candidates * len(CANDIDATE_FEATURES)

@@ -40,6 +40,7 @@ class ReasoningHistory(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
         self.mode = mode
 
     def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
+        """The observation with reasoning removed from the assistant messages that `mode` does not keep."""
         if self.mode == "keep":
             return observation
         messages = observation["messages"]

@@ -72,6 +72,7 @@ class RenderedPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
         )
 
     def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
+        """The observation with ``prompt`` added: its messages and tools rendered by `render_prompt`."""
         return {**observation, "prompt": self.render_prompt(observation["messages"], observation["tools"])}
 
 

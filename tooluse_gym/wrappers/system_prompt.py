@@ -40,6 +40,10 @@ class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
             base.config = dataclasses.replace(base.config, holdout_notice=notice)
 
     def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
+        """The observation with the system message first (rendered once per task), unchanged under ``none``.
+
+        ``tools`` is emptied when the prompt carries the function list.
+        """
         task = self.env.unwrapped.task
         if self._rendered is None or self._rendered[0] != task.task_id:
             self._rendered = (task.task_id, self.prompt.render(task.functions))

@@ -48,6 +48,7 @@ class ContextTemplate(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
         gym.ObservationWrapper.__init__(self, env)
 
     def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
+        """The observation with all messages after the system message as one user message (`serialize_history`)."""
         messages = observation["messages"]
         head = [messages[0]] if messages and messages[0]["role"] == "system" else []
         records = self.env.unwrapped.call_records

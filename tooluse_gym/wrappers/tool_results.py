@@ -25,6 +25,7 @@ class ToolResultPlacement(gym.ObservationWrapper, gym.utils.RecordConstructorArg
         self.placement = placement
 
     def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
+        """The observation with each step's ``tool`` messages merged into one user message, under ``user_message``."""
         if self.placement == "tool_messages":
             return observation
         records = self.env.unwrapped.call_records
