@@ -216,6 +216,12 @@ def _notes(prereg: Prereg, results: Mapping[tuple[int, str], dict], excluded: li
         for s, ms in sorted(by_seed.items())
         if len(ms) > 1
     ]
+    commits = sorted({str((r.get("checkout") or {}).get("commit")) for r in results.values()})
+    if len(commits) > 1:  # the study's arms and seeds must all run the same code
+        notes.append(f"results ran on {len(commits)} code commits ({commits}); compare them with care")
+    dirty = sorted(f"seed {s} {a}" for (s, a), r in results.items() if (r.get("checkout") or {}).get("dirty"))
+    if dirty:
+        notes.append(f"ran from a checkout with uncommitted changes: {dirty}")
     missing = sorted({k for r in results.values() for k in r.get("missing_metrics", [])})
     if missing:
         notes.append(f"metrics the trainer did not write (counted as absent): {missing}")

@@ -324,6 +324,17 @@ def test_verdicts_once_every_seed_has_run(prereg_file, tmp_path, monkeypatch):
     assert verdicts["speedup"]["paper"]["status"] == "met" and verdicts["speedup"]["selective"]["status"] == "not met"
     # paper: delta 0 >= -0 (no discordant prompt); selective: -0.25 < -0.153
     assert verdicts["no_loss"]["paper"]["status"] == "met" and verdicts["no_loss"]["selective"]["status"] == "not met"
+    assert not any("code commits" in n for n in json.loads((out / "grpo_efficiency_v2.json").read_text())["notes"])
+    # a result made from another commit (or a dirty checkout) is kept but flagged: the arms must run one code
+    for path in (out / "results").glob("seed0_*.json"):
+        changed = json.loads(path.read_text())
+        paper = path.name == "seed0_paper.json"
+        changed["checkout"] = {"commit": ("0" if paper else "a") * 40, "dirty": paper}
+        path.write_text(json.dumps(changed))
+    v2.main(["report", *common])
+    notes = json.loads((out / "grpo_efficiency_v2.json").read_text())["notes"]
+    assert any("results ran on 2 code commits" in n for n in notes)
+    assert any("uncommitted changes: ['seed 0 paper']" in n for n in notes)
     # a result made under another pre-registration is left out and listed
     data["budget_s"] = 301
     prereg_file.write_text(yaml.safe_dump(data, sort_keys=False))
