@@ -36,6 +36,7 @@ from pages_common import DOCS, ROOT, _code, _table
 from result_tables import (
     dtype_cpu_table,
     efficiency_table,
+    efficiency_v2_summary,
     env_speed_table,
     headline_table,
     known_issues_table,
@@ -362,6 +363,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "headline": headline_table,
     "efficiency-headline": lambda: efficiency_table("grpo_efficiency.json"),
     "efficiency-whole-split": lambda: efficiency_table("grpo_efficiency_whole_split.json"),
+    "efficiency-v2": efficiency_v2_summary,
     "env-speed": env_speed_table,
     "rollout-schedule": rollout_schedule_table,
     "dtype-cpu": dtype_cpu_table,

@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from pages_common import ROOT, _load, _not_measured, _table
+from pages_common import DOCS, RESULTS, ROOT, _load, _not_measured, _table
 
 
 def _min(seconds: float) -> str:
@@ -275,3 +275,20 @@ def speed_summary() -> str:
             f"{r['update_speed']:.2f}× a 1,000-token update (`dtype_cpu.json`)."
         )
     return "\n".join(lines) + "\n"
+
+
+def efficiency_v2_summary() -> str:
+    """The pre-registered study's verdicts and per-seed rows, from its report (demoted under the page's heading)."""
+    from agents.experiments.efficiency_figures import markdown
+
+    name = "grpo_efficiency_v2.json"
+    report = _load(name)
+    if report is None:
+        return _not_measured(name, "python benchmarks/grpo_efficiency_v2.py report")
+    plot = DOCS / "grpo-efficiency-v2.png"
+    text = markdown(report, RESULTS / name, plot)
+    lines = [("##" + line) if line.startswith("#") else line for line in text.splitlines()[1:]]
+    body = "\n".join(lines).strip("\n") + "\n"
+    if plot.exists():
+        body += "\n![efficiency study v2](grpo-efficiency-v2.png)\n"
+    return body
