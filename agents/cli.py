@@ -1,9 +1,10 @@
-"""`tooluse-eval`: evaluate agents under an explicit protocol, sweep protocol knobs, compare runs.
+"""`tooluse-eval`: evaluate agents under an explicit protocol, sweep protocol knobs, compare and export runs.
 
 tooluse-eval run --agent hf --model smollm2-135m --categories base --limit 5 --seeds 0 1 --out runs/NAME
 tooluse-eval run --agent vllm --model smollm2-135m --scenarios scenarios/curriculum/heldout.yaml --out runs/NAME
 tooluse-eval sweep --agent oracle --template native context --reasoning keep strip --out runs/SWEEP
 tooluse-eval compare runs/A runs/B
+tooluse-eval export --format bfcl runs/A runs/A-bfcl
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-from agents.base import SamplingConfig
-from agents.dtypes import DTYPES
-from agents.evaluate import (
+from tooluse_agents.base import SamplingConfig
+from tooluse_agents.bfcl_export import EXPORT_FORMATS, export_bfcl
+from tooluse_agents.dtypes import DTYPES
+from tooluse_agents.evaluate import (
     AGENTS,
     EvalConfig,
     RunConflict,
@@ -26,9 +28,9 @@ from agents.evaluate import (
     results_table,
     run_eval,
 )
-from agents.results import failure_banner, run_failed
-from agents.rollout import SCHEDULES
-from agents.sweep import run_sweep, run_vary
+from tooluse_agents.results import failure_banner, run_failed
+from tooluse_agents.rollout import SCHEDULES
+from tooluse_agents.sweep import run_sweep, run_vary
 from tooluse_gym.envs.knobs import CHOICES, Knobs
 from tooluse_gym.tasks.bfcl import CATEGORIES
 
@@ -165,8 +167,20 @@ def main(argv: list[str] | None = None) -> int:
     cmp = sub.add_parser("compare", help="per-category differences and per-task disagreements of two runs")
     cmp.add_argument("run_a", type=Path)
     cmp.add_argument("run_b", type=Path)
+    exp = sub.add_parser(
+        "export", help="write a run's BFCL episodes as result files for BFCL's own `bfcl evaluate`, one root per seed"
+    )
+    exp.add_argument(
+        "--format",
+        choices=EXPORT_FORMATS,
+        required=True,
+        help="bfcl: BFCL result files under a registered model name whose handler decodes the run's steps",
+    )
+    exp.add_argument("run", type=Path, help="a run folder (`tooluse-eval run --out`)")
+    exp.add_argument("out", type=Path, help="a new or empty folder: OUT/seed_N is seed N's BFCL_PROJECT_ROOT")
+    exp.add_argument("--force", action="store_true", help="replace what OUT holds")
     args = parser.parse_args(argv)
-    with contextlib.nullcontext() if args.command == "compare" or args.verbose else quiet_backends():
+    with contextlib.nullcontext() if args.command in ("compare", "export") or args.verbose else quiet_backends():
         return _command(args)
 
 
@@ -200,6 +214,8 @@ def _command(args: argparse.Namespace) -> int:
                 count = len(data["runs"])
             print((args.out / "sweep.md").read_text())
             print(f"sweep: {args.out / 'sweep.json'}  ({count} configurations)")
+        elif args.command == "export":
+            print(export_bfcl(args.run, args.out, force=args.force).report())
         else:
             text, data = compare_runs(args.run_a, args.run_b)
             print(text)

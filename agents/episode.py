@@ -1,6 +1,6 @@
 """Episode records and the `episodes.jsonl` file: the only episode format tools read.
 
-One JSON object per line, appended and flushed as each episode finishes. Readers (`agents.jsonl`)
+One JSON object per line, appended and flushed as each episode finishes. Readers (`tooluse_agents.jsonl`)
 skip a torn last line or a corrupt line with a warning and count it; they never crash on one.
 """
 
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.base import AgentError, Generation
-from agents.records import SCHEMA_VERSION, EpisodeRecord, StepEntry, TurnEntry, read_episodes
+from tooluse_agents.base import AgentError, Generation
+from tooluse_agents.records import SCHEMA_VERSION, EpisodeRecord, StepEntry, TurnEntry, read_episodes
 
 __all__ = ["SCHEMA_VERSION", "EpisodeWriter", "StepCost", "episode_record", "read_episodes"]
 
@@ -43,7 +43,7 @@ def episode_record(
     error: AgentError | None = None,
     duration_s: float = 0.0,
 ) -> dict[str, Any]:
-    """The JSON record (`agents.records.EpisodeRecord`) of the episode that just ended in `env` (unwrapped)."""
+    """The JSON record (`tooluse_agents.records.EpisodeRecord`) of the episode that just ended in `env` (unwrapped)."""
     task = env.task
     result = env.result
     verdicts = {v.turn: v.to_dict() for v in result.turns} if result is not None else {}

@@ -15,11 +15,11 @@ from typing import Any
 import gymnasium as gym
 
 import tooluse_gym  # noqa: F401  (registers the env ids)
-from agents.base import Agent, Generation, SamplingConfig
-from agents.episode import EpisodeWriter
-from agents.records import EpisodeRecord, read_episodes
-from agents.report import write_run_report
-from agents.results import (
+from tooluse_agents.base import Agent, Generation, SamplingConfig
+from tooluse_agents.episode import EpisodeWriter
+from tooluse_agents.records import EpisodeRecord, read_episodes
+from tooluse_agents.report import write_run_report
+from tooluse_agents.results import (
     CategoryDiff,
     clean_caption,
     compare_results,
@@ -28,7 +28,7 @@ from agents.results import (
     format_table,
     summarize,
 )
-from agents.rollout import Episode, RolloutJob, resolve_schedule, run_rollouts
+from tooluse_agents.rollout import Episode, RolloutJob, resolve_schedule, run_rollouts
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl, evenly_spaced
@@ -64,9 +64,9 @@ class EvalConfig:
         protocol: Protocol knobs passed to `gym.make` (template, reasoning, system_prompt, ...).
         sampling: Sampling settings.
         num_envs: Episodes played at once (the most requests in flight).
-        schedule: ``auto`` | ``async`` | ``lockstep`` (`agents.rollout`); never changes a verdict, so a
+        schedule: ``auto`` | ``async`` | ``lockstep`` (`tooluse_agents.rollout`); never changes a verdict, so a
             run may resume under another schedule. ``results.json`` records the one used.
-        dtype: Model dtype for local backends; ``auto`` resolves by machine (`agents.dtypes`) and
+        dtype: Model dtype for local backends; ``auto`` resolves by machine (`tooluse_agents.dtypes`) and
             ``results.json`` records what it became.
         tensor_parallel_size: GPUs the vLLM engine spreads the model over (GPU only).
     """
@@ -144,20 +144,20 @@ def select_tasks(
 def make_agent(config: EvalConfig) -> Agent:
     """Build the agent a config names (heavy backends are imported only here)."""
     if config.agent == "oracle":
-        from agents.oracle import OracleAgent
+        from tooluse_agents.oracle import OracleAgent
 
         return OracleAgent()
     if config.agent == "hf":
-        from agents.hf_agent import HFAgent, HFAgentConfig
+        from tooluse_agents.hf_agent import HFAgent, HFAgentConfig
 
         return HFAgent(HFAgentConfig(model=config.model, dtype=config.dtype))
     if config.agent == "vllm":
-        from agents.vllm_agent import VLLMAgent, VLLMAgentConfig
+        from tooluse_agents.vllm_agent import VLLMAgent, VLLMAgentConfig
 
         return VLLMAgent(
             VLLMAgentConfig(model=config.model, dtype=config.dtype, tensor_parallel_size=config.tensor_parallel_size)
         )
-    from agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
+    from tooluse_agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
 
     return OpenAIAgent(OpenAIAgentConfig(model=config.model, base_url=config.base_url))
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from agents.base import AgentError, AgentRequest, Generation, SamplingConfig, chat_prompt
+from tooluse_agents.base import AgentError, AgentRequest, Generation, SamplingConfig, chat_prompt
 from tooluse_gym.errors import DependencyNotInstalled
 
 
@@ -18,7 +18,7 @@ class HFAgentConfig:
     Attributes:
         model: A local folder, a hub id already in the local cache, or ``smollm2-135m``.
         dtype: ``float32`` (exact, reproducible), ``bfloat16`` (faster on GPUs and AMX CPUs), or
-            ``auto`` (`agents.dtypes`: bfloat16 where the hardware has native bf16, else float32).
+            ``auto`` (`tooluse_agents.dtypes`: bfloat16 where the hardware has native bf16, else float32).
         device: ``cpu``, ``cuda`` or ``auto``.
         max_context: Prompt plus completion tokens allowed; longer prompts are refused
             (``context_length_exceeded``). Default: the model's ``max_position_embeddings``.
@@ -71,7 +71,7 @@ class HFAgent:
         device = (
             ("cuda" if torch.cuda.is_available() else "cpu") if self.config.device == "auto" else self.config.device
         )
-        from agents.dtypes import resolve_dtype
+        from tooluse_agents.dtypes import resolve_dtype
 
         self.dtype = resolve_dtype(self.config.dtype, device)
         self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, self.dtype)).to(device)

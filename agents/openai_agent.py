@@ -10,7 +10,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from agents.base import AgentError, AgentRequest, Generation, SamplingConfig
+from tooluse_agents.base import AgentError, AgentRequest, Generation, SamplingConfig
 from tooluse_gym.errors import DependencyNotInstalled
 
 _MAX_THREADS = 256  # the pool's size when `concurrency` is None; the rollout loop keeps num_envs in flight

@@ -13,7 +13,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agents.base import AgentRequest, Generation, SamplingConfig
+from tooluse_agents.base import AgentRequest, Generation, SamplingConfig
 from tooluse_gym.prompts import json_call_block
 
 END_OF_TURN = "Done."
@@ -57,7 +57,7 @@ class OracleAgent:
 
     def act(self, env: gym.Env, observation: dict[str, Any]) -> str:
         """The next message for a single env (convenience for scripts and tests)."""
-        from agents.rollout import request_for
+        from tooluse_agents.rollout import request_for
 
         return self.message(request_for(env, observation, seed=0))
 

@@ -27,8 +27,16 @@ from typing import Any
 
 import gymnasium as gym
 
-from agents.base import Agent, AgentError, AgentRequest, Generation, SamplingConfig, StreamingAgent, request_seed
-from agents.episode import StepCost, episode_record
+from tooluse_agents.base import (
+    Agent,
+    AgentError,
+    AgentRequest,
+    Generation,
+    SamplingConfig,
+    StreamingAgent,
+    request_seed,
+)
+from tooluse_agents.episode import StepCost, episode_record
 
 SCHEDULES = ("auto", "async", "lockstep")
 
@@ -71,7 +79,7 @@ def request_for(env: gym.Env, observation: dict[str, Any], seed: int) -> AgentRe
 
 @dataclass(frozen=True)
 class Episode:
-    """One finished episode: its record (`agents.episode` format) and what generated each of its steps.
+    """One finished episode: its record (`tooluse_agents.episode` format) and what generated each of its steps.
 
     Attributes:
         record: The JSON record.

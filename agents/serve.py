@@ -16,7 +16,7 @@ On a CPU: eager mode (torch.compile costs minutes per start), no chunked prefill
 CPU crashes the engine on the first seeded request whose prompt is split: "CPU Generator does not
 use offset") with a token budget of a whole context, a KV cache sized from the free memory
 (VLLM_CPU_KVCACHE_SPACE: a quarter of it, 1-8 GiB), OpenMP threads bound to every core this process
-may use (VLLM_CPU_OMP_THREADS_BIND), and bf16 where the CPU has native bf16 matmuls (`agents.dtypes`),
+may use (VLLM_CPU_OMP_THREADS_BIND), and bf16 where the CPU has native bf16 matmuls (`tooluse_agents.dtypes`),
 else fp32.
 An environment variable that is already set wins. On a GPU, vLLM's own defaults.
 Both: tool calls written as `<tool_call>{json}</tool_call>` (the `json` tool format) come back as
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from agents.dtypes import native_bf16
+from tooluse_agents.dtypes import native_bf16
 
 GiB = 1024**3
 KV_CACHE_FRACTION = 0.25

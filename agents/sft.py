@@ -6,7 +6,7 @@ all, so RL on it cannot start. A short supervised pass on a *separate* split of 
 curriculum (``scenarios/curriculum/warmup.yaml``, disjoint from train and held-out) teaches
 the call format; RL then starts from a model that sometimes succeeds.
 
-    python -m agents.sft --scenarios scenarios/curriculum/warmup.yaml --out runs/warmstart
+    python -m tooluse_agents.sft --scenarios scenarios/curriculum/warmup.yaml --out runs/warmstart
     tooluse-eval run --agent vllm --model runs/warmstart/model --scenarios scenarios/curriculum/train.yaml ...
 
 Examples come from the environment itself: the oracle plays each task under the chosen
@@ -17,7 +17,7 @@ so the model learns to stop calling.
 
 With ``detach_prompt`` (the default) prompts run without gradient and only the completions are
 back-propagated, attending to the prompts' cached keys and values: the batch is one group of
-GRPO's shared-prompt update (`agents.grpo.shared_prompt`), so the batch's common prefix (the
+GRPO's shared-prompt update (`tooluse_agents.grpo.shared_prompt`), so the batch's common prefix (the
 system text and tool descriptions) runs once, and each distinct prompt extends it. The
 completion tokens get their exact log-likelihood; the gradient that would flow back into the
 prompt positions is dropped. On a CPU this is several times cheaper per example, since prompts
@@ -39,9 +39,9 @@ from typing import Any
 import gymnasium as gym
 
 import tooluse_gym  # noqa: F401  (registers the environments)
-from agents.base import chat_prompt
-from agents.oracle import OracleAgent
-from agents.rollout import request_for
+from tooluse_agents.base import chat_prompt
+from tooluse_agents.oracle import OracleAgent
+from tooluse_agents.rollout import request_for
 from tooluse_gym.tasks.scenario import load_scenario_set
 
 
@@ -137,13 +137,13 @@ def build_examples(config: SFTConfig, tokenizer: Any) -> list[Example]:
 def batch_nll(policy: Any, batch: Sequence[Example], detach_prompt: bool, backward_scale: float | None = None) -> float:
     """Summed negative log-likelihood of the batch's completion tokens, with GRPO's log-prob code.
 
-    With `detach_prompt` the batch's prompts run as one group of `agents.grpo.shared_prompt`
+    With `detach_prompt` the batch's prompts run as one group of `tooluse_agents.grpo.shared_prompt`
     (their common prefix once, without gradient). Without, each example runs whole through
     `Policy.token_logprobs`, one at a time. With `backward_scale` the NLL times it is
     back-propagated (gradients accumulate in the model).
     """
-    from agents.grpo.batch import Sample, collate
-    from agents.grpo.shared_prompt import shared_prompt_logprobs
+    from tooluse_agents.grpo.batch import Sample, collate
+    from tooluse_agents.grpo.shared_prompt import shared_prompt_logprobs
 
     samples = [Sample(e.prompt_ids, e.completion_ids, 0.0, group="sft") for e in batch]
     parts = [samples] if detach_prompt else [[s] for s in samples]
@@ -175,8 +175,8 @@ def train(config: SFTConfig, progress: bool = True) -> dict[str, Any]:
     import torch
     from tqdm.auto import tqdm
 
-    from agents.grpo.config import PolicyConfig
-    from agents.grpo.policy import Policy
+    from tooluse_agents.grpo.config import PolicyConfig
+    from tooluse_agents.grpo.policy import Policy
 
     torch.manual_seed(config.seed)
     # the trainers' one model loader (names such as smollm2-135m and tiny-random resolved in one place)
@@ -265,9 +265,9 @@ def _save(model: Any, tokenizer: Any, folder: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The `python -m agents.sft` command; returns the exit status."""
+    """The `python -m tooluse_agents.sft` command; returns the exit status."""
     defaults = SFTConfig()
-    parser = argparse.ArgumentParser(prog="python -m agents.sft", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tooluse_agents.sft", description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=defaults.model)
     parser.add_argument("--scenarios", default=defaults.scenarios)
     parser.add_argument("--out", default=defaults.out)

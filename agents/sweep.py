@@ -27,10 +27,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agents.evaluate import EvalConfig, make_agent, run_eval
-from agents.records import read_episodes
-from agents.report import sensitivity_figure
-from agents.results import spread
+from tooluse_agents.evaluate import EvalConfig, make_agent, run_eval
+from tooluse_agents.records import read_episodes
+from tooluse_agents.report import sensitivity_figure
+from tooluse_agents.results import spread
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
@@ -198,8 +198,10 @@ def run_vary(
         row["seed_spread"] = seed_spread(row["per_seed"])
     data = {
         "design": "one_factor",
-        "base": {**_row(base_knobs, "base", base_results), "seed_spread": seed_spread(
-            base_results["summary"]["overall"]["per_seed"])},
+        "base": {
+            **_row(base_knobs, "base", base_results),
+            "seed_spread": seed_spread(base_results["summary"]["overall"]["per_seed"]),
+        },
         "config": base_config.to_dict(),
         "change_seeds": list(change_seeds),
         "bootstrap": {"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED, "unit": "task"},

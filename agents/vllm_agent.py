@@ -10,7 +10,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from agents.base import AgentError, AgentRequest, Generation, SamplingConfig, chat_prompt
+from tooluse_agents.base import AgentError, AgentRequest, Generation, SamplingConfig, chat_prompt
 from tooluse_gym.errors import DependencyNotInstalled
 
 
@@ -20,7 +20,7 @@ class VLLMAgentConfig:
 
     Attributes:
         model: A local folder, a hub id already in the local cache, or ``smollm2-135m``.
-        dtype: ``auto`` (`agents.dtypes`: bfloat16 on a GPU or a CPU with native bf16 matmuls, else
+        dtype: ``auto`` (`tooluse_agents.dtypes`: bfloat16 on a GPU or a CPU with native bf16 matmuls, else
             float32), ``bfloat16`` or ``float32`` (matches transformers to ~3e-5 in logprobs, and
             its results do not depend on which requests share an engine step).
         max_model_len: Context length; longer prompts are refused (``context_length_exceeded``).
@@ -40,7 +40,7 @@ class VLLMAgentConfig:
             share their prefill, so without this a batch of 32 prompts that share one system prompt
             computes it 32 times. Needs `prefix_caching`.
         in_process: Run the engine in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``): it starts
-            faster and a trainer can push new weights into it directly (`agents.grpo.weight_sync`).
+            faster and a trainer can push new weights into it directly (`tooluse_agents.grpo.weight_sync`).
             Set before the first engine of the process is built.
     """
 
@@ -89,7 +89,7 @@ class VLLMAgent:
             from vllm import LLM, SamplingParams
         except ImportError as e:
             raise DependencyNotInstalled(_HINT) from e
-        from agents.dtypes import resolve_dtype
+        from tooluse_agents.dtypes import resolve_dtype
         from tooluse_gym.models import resolve_model
 
         self.dtype = resolve_dtype(self.config.dtype, self.device)

@@ -39,7 +39,7 @@ from pathlib import Path
 import gymnasium as gym
 
 import tooluse_gym  # noqa: F401
-from agents.oracle import OracleAgent
+from tooluse_agents.oracle import OracleAgent
 from tooluse_gym.tasks import bfcl
 
 ROOT = Path(__file__).resolve().parents[1]

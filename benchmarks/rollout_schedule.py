@@ -40,10 +40,10 @@ from pathlib import Path
 import gymnasium as gym
 
 import tooluse_gym  # noqa: F401
-from agents.base import SamplingConfig
-from agents.dtypes import machine
-from agents.evaluate import select_tasks
-from agents.rollout import RolloutJob, run_rollouts
+from tooluse_agents.base import SamplingConfig
+from tooluse_agents.dtypes import machine
+from tooluse_agents.evaluate import select_tasks
+from tooluse_agents.rollout import RolloutJob, run_rollouts
 
 ROOT = Path(__file__).resolve().parents[1]
 CURRICULUM = str(ROOT / "scenarios" / "curriculum" / "train.yaml")
@@ -171,7 +171,7 @@ def _free_port() -> int:
 def _serve(dtype: str, num_envs: int):
     port = _free_port()
     script = Path(sys.executable).with_name("tooluse-serve")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "agents.serve"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "tooluse_agents.serve"]
     command += [
         "smollm2-135m",
         "--served-model-name",
@@ -243,7 +243,7 @@ def main() -> None:
         }
     )
     if "vllm" in args.parts:
-        from agents.vllm_agent import VLLMAgent, VLLMAgentConfig
+        from tooluse_agents.vllm_agent import VLLMAgent, VLLMAgentConfig
 
         print("in-process vLLM", flush=True)
         agent = VLLMAgent(VLLMAgentConfig(model="smollm2-135m", dtype=args.dtype, max_model_len=4096, in_process=True))
@@ -251,7 +251,7 @@ def main() -> None:
         agent.close()
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     if "openai" in args.parts:
-        from agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
+        from tooluse_agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
 
         print("OpenAI agent against tooluse-serve", flush=True)
         url, stop = _serve(args.dtype, args.num_envs)

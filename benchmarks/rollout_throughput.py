@@ -18,19 +18,19 @@ from pathlib import Path
 import gymnasium as gym
 
 import tooluse_gym  # noqa: F401
-from agents.base import SamplingConfig
-from agents.evaluate import select_tasks
-from agents.rollout import RolloutJob, run_rollouts
+from tooluse_agents.base import SamplingConfig
+from tooluse_agents.evaluate import select_tasks
+from tooluse_agents.rollout import RolloutJob, run_rollouts
 
 CURRICULUM = str(Path(__file__).resolve().parents[1] / "scenarios" / "curriculum" / "train.yaml")
 
 
 def _agent(kind: str, dtype: str):
     if kind == "vllm":
-        from agents.vllm_agent import VLLMAgent, VLLMAgentConfig
+        from tooluse_agents.vllm_agent import VLLMAgent, VLLMAgentConfig
 
         return VLLMAgent(VLLMAgentConfig(model="smollm2-135m", dtype=dtype, max_model_len=4096))
-    from agents.hf_agent import HFAgent, HFAgentConfig
+    from tooluse_agents.hf_agent import HFAgent, HFAgentConfig
 
     return HFAgent(HFAgentConfig(model="smollm2-135m", dtype=dtype))
 

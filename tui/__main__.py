@@ -2,6 +2,6 @@
 
 import sys
 
-from tui.app import main
+from tooluse_tui.app import main
 
 sys.exit(main())

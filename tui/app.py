@@ -17,11 +17,11 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from tui.compare import CompareScreen
-from tui.data import EpisodeStore, MetricsLog
-from tui.live import LiveScreen
-from tui.replay import ReplayScreen
-from tui.runs import Target, TargetError, resolve
+from tooluse_tui.compare import CompareScreen
+from tooluse_tui.data import EpisodeStore, MetricsLog
+from tooluse_tui.live import LiveScreen
+from tooluse_tui.replay import ReplayScreen
+from tooluse_tui.runs import Target, TargetError, resolve
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class TuiConfig:
     """What the app opens and how often it polls growing files.
 
     Attributes:
-        target: The mode and files (see `tui.runs.resolve`).
+        target: The mode and files (see `tooluse_tui.runs.resolve`).
         poll_s: Seconds between polls of a followed file (live view).
     """
 

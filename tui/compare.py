@@ -21,11 +21,11 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Header, Static
 
-from tui.data import EpisodeStore
-from tui.runs import CategoryRow, Comparison, Disagreement, compare, load_results, short_name
-from tui.table import Column, RowTable
-from tui.transcript_view import EpisodeHost, TranscriptView
-from tui.widgets import KeyBar, issue_cell
+from tooluse_tui.data import EpisodeStore
+from tooluse_tui.runs import CategoryRow, Comparison, Disagreement, compare, load_results, short_name
+from tooluse_tui.table import Column, RowTable
+from tooluse_tui.transcript_view import EpisodeHost, TranscriptView
+from tooluse_tui.widgets import KeyBar, issue_cell
 
 DISAGREEMENT_COLUMNS = (
     Column("task id", 30),

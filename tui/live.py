@@ -23,12 +23,12 @@ from textual.widget import Widget
 from textual.widgets import Header, Static
 from textual.worker import get_current_worker
 
-from tui.data import EpisodeStore, MetricsLog
-from tui.plots import range_line, series_line, split_bar
-from tui.runs import short_name
-from tui.table import RowTable
-from tui.transcript_view import EpisodeHost, TranscriptView
-from tui.widgets import EPISODE_COLUMNS, KeyBar, episode_cells
+from tooluse_tui.data import EpisodeStore, MetricsLog
+from tooluse_tui.plots import range_line, series_line, split_bar
+from tooluse_tui.runs import short_name
+from tooluse_tui.table import RowTable
+from tooluse_tui.transcript_view import EpisodeHost, TranscriptView
+from tooluse_tui.widgets import EPISODE_COLUMNS, KeyBar, episode_cells
 
 LATEST = 50
 """How many of the newest rollouts the list keeps."""

@@ -18,11 +18,11 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Header, Input, Static
 
-from tui.data import SORT_COLUMNS, EpisodeFilter, EpisodeStore, select
-from tui.runs import short_name
-from tui.table import RowTable
-from tui.transcript_view import EpisodeHost, TranscriptView
-from tui.widgets import EPISODE_COLUMNS, ISSUE_MARK, KeyBar, episode_cells, short_error
+from tooluse_tui.data import SORT_COLUMNS, EpisodeFilter, EpisodeStore, select
+from tooluse_tui.runs import short_name
+from tooluse_tui.table import RowTable
+from tooluse_tui.transcript_view import EpisodeHost, TranscriptView
+from tooluse_tui.widgets import EPISODE_COLUMNS, ISSUE_MARK, KeyBar, episode_cells, short_error
 
 _SORTS = list(SORT_COLUMNS)
 

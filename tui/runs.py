@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.results import CategoryDiff, Disagreement, RunComparison, compare_results, summarize
-from tui.data import EpisodeStore, EpisodeSummary, known_issues
+from tooluse_agents.results import CategoryDiff, Disagreement, RunComparison, compare_results, summarize
+from tooluse_tui.data import EpisodeStore, EpisodeSummary, known_issues
 
 BFCL_ENV_ID = "ToolUse-MultiTurn-v0"
 """Runs of this env are BFCL runs: their clean subset (tasks not in the known-issues registry) is shown."""
@@ -26,7 +26,7 @@ RESULTS = "results.json"
 
 
 CategoryRow = CategoryDiff
-"""Accuracy of one category in both runs (`agents.results.CategoryDiff`)."""
+"""Accuracy of one category in both runs (`tooluse_agents.results.CategoryDiff`)."""
 __all__ = ["CategoryRow", "Comparison", "Disagreement", "Target", "TargetError", "compare", "load_results", "resolve"]
 
 
@@ -116,7 +116,7 @@ class CardRow:
 
 @dataclass(frozen=True)
 class Comparison(RunComparison):
-    """Two runs side by side: `agents.results.RunComparison`, with the runs' names and protocol cards."""
+    """Two runs side by side: `tooluse_agents.results.RunComparison`, with the runs' names and protocol cards."""
 
     names: tuple[str, str] = ("A", "B")
     card: tuple[CardRow, ...] = ()
@@ -145,7 +145,7 @@ def compare(
 ) -> Comparison:
     """Per-category accuracy with CIs, protocol card fields, and the tasks the two runs disagree on.
 
-    The numbers are `agents.results.compare_results`', the same as `tooluse-eval compare`'s.
+    The numbers are `tooluse_agents.results.compare_results`', the same as `tooluse-eval compare`'s.
     """
     card_a, card_b = (dict(r.get("protocol") or {}) for r in results)
     keys = [*card_a, *(k for k in card_b if k not in card_a)]

@@ -25,9 +25,9 @@ from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widgets import Static
 
-from agents.records import EpisodeRecord
-from tui import transcript as tx
-from tui.widgets import KeyBar
+from tooluse_agents.records import EpisodeRecord
+from tooluse_tui import transcript as tx
+from tooluse_tui.widgets import KeyBar
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0)
 """Playback speeds in steps per second."""

@@ -9,8 +9,8 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from tui.data import EpisodeSummary, known_issue
-from tui.table import Column
+from tooluse_tui.data import EpisodeSummary, known_issue
+from tooluse_tui.table import Column
 
 EPISODE_COLUMNS = (
     Column("task id", 28),

@@ -1,6 +1,6 @@
 """The pre-registered GRPO efficiency study (v2): vanilla vs the paper's filter vs selective rollouts, 3 seeds.
 
-Every choice is in the pre-registration file (`agents.experiments.prereg`, default
+Every choice is in the pre-registration file (`tooluse_agents.experiments.prereg`, default
 ``benchmarks/preregistered/grpo_efficiency_v2.yaml``), committed before the first timed run; this
 harness only runs what it says and reports against its criteria.
 
@@ -9,13 +9,13 @@ harness only runs what it says and reports against its criteria.
     python benchmarks/grpo_efficiency_v2.py run --short --out /tmp/v2-smoke && \\
         python benchmarks/grpo_efficiency_v2.py report --short --out /tmp/v2-smoke   # a few minutes: proves it works
 
-**run** trains each arm of one seed in its own process (``python -m agents.grpo.cli BASE_CONFIG
+**run** trains each arm of one seed in its own process (``python -m tooluse_agents.grpo.cli BASE_CONFIG
 OVERRIDES --no-progress``, run folder ``runs/grpo-efficiency-v2/seed{S}/{arm}``) with the
 pre-registration's ``common`` and the arm's overrides, then the harness's own: the seed, the run
 folder, the start model, the budget, evaluations at every ``eval_every_train_s`` training seconds
 (greedy, one sample per held-out prompt; evaluation time is not training time). As soon as an arm
 finishes, its result is written to ``benchmarks/results/grpo_efficiency_v2/seed{S}_{arm}.json``
-(`agents.experiments.run_summary`, with the machine, ``runtime.json``, the resolved config and the
+(`tooluse_agents.experiments.run_summary`, with the machine, ``runtime.json``, the resolved config and the
 pre-registration's path, commit and sha256) and, with ``--commit``, committed alone. So a study
 can span sessions: a (seed, arm) whose result exists is skipped, and a killed arm's run folder is
 resumed by the trainer from its last checkpoint (training time counts across the resume).
@@ -27,7 +27,7 @@ Arms of one seed must run on one machine (each result records its CPU; the repor
 whose arms differ) with nothing else running: the arms run one after the other, not interleaved,
 and each result records the load average before and after.
 
-**The start evaluation** (`agents.experiments.start_eval`) runs once: the first arm (of the
+**The start evaluation** (`tooluse_agents.experiments.start_eval`) runs once: the first arm (of the
 study, on this machine and code) runs it, and a later arm whose start-evaluation inputs hash the
 same starts with ``eval.at_start=false`` and its result carries the recorded one (``shared_from``).
 ``--start-eval every`` runs it in every arm and records whether it matched.
@@ -38,7 +38,7 @@ SmolLM2-135M as the start), with everything under ``--out``: a smoke test, not a
 alone accepts ``--start-model``, ``--budget-s``, ``--eval-every-s`` and ``--set``, and it does not
 require the pre-registration file to be committed.
 
-**report** (`agents.experiments.efficiency_report`) regenerates ``benchmarks/results/
+**report** (`tooluse_agents.experiments.efficiency_report`) regenerates ``benchmarks/results/
 grpo_efficiency_v2.json``, ``.md`` and ``docs/grpo-efficiency-v2.png`` from the results there.
 """
 
@@ -58,8 +58,8 @@ from typing import Any
 
 import yaml
 
-from agents.experiments import run_summary, start_eval
-from agents.experiments.prereg import (
+from tooluse_agents.experiments import run_summary, start_eval
+from tooluse_agents.experiments.prereg import (
     DEFAULT_PREREG,
     ROOT,
     Prereg,
@@ -194,7 +194,7 @@ def _split(override: str) -> tuple[str, Any]:
 
 
 def _config(prereg: Prereg, settings: Settings, arm: str, seed: int, at_start: bool):
-    from agents.grpo.config import load_config
+    from tooluse_agents.grpo.config import load_config
 
     return load_config(ROOT / prereg.base_config, overrides(prereg, settings, arm, seed, at_start))
 
@@ -247,11 +247,11 @@ def train(cmd: list[str]) -> None:
 
 def run_arm(prereg: Prereg, settings: Settings, seed: int, arm: str, order: list[str], mode: str) -> dict[str, Any]:
     """Train one (seed, arm) to its budget and return its result (not yet written)."""
-    from agents.dtypes import machine
+    from tooluse_agents.dtypes import machine
 
     plan = plan_start_eval(prereg, settings, arm, seed, mode)
     args = overrides(prereg, settings, arm, seed, plan["at_start"])
-    cmd = [sys.executable, "-m", "agents.grpo.cli", str(ROOT / prereg.base_config), *args, "--no-progress"]
+    cmd = [sys.executable, "-m", "tooluse_agents.grpo.cli", str(ROOT / prereg.base_config), *args, "--no-progress"]
     print(f"[seed {seed} {arm}] {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
     load_before = os.getloadavg()
     started = time.perf_counter()
@@ -280,7 +280,14 @@ def run_arm(prereg: Prereg, settings: Settings, seed: int, arm: str, order: list
         "prereg": provenance(prereg),
         "checkout": checkout(),
         "arm_overrides": list(prereg.arms[arm]),
-        "command": ["python", "-m", "agents.grpo.cli", shown(ROOT / prereg.base_config), *args, "--no-progress"],
+        "command": [
+            "python",
+            "-m",
+            "tooluse_agents.grpo.cli",
+            shown(ROOT / prereg.base_config),
+            *args,
+            "--no-progress",
+        ],
         "run_dir": shown(run_dir),
         "budget_s": settings.budget_s,
         "eval_every_train_s": settings.eval_every_s,
@@ -332,7 +339,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    from agents.experiments.efficiency_report import write_report
+    from tooluse_agents.experiments.efficiency_report import write_report
 
     prereg = load_prereg(args.prereg)
     settings = settings_for(args, prereg)

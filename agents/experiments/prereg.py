@@ -25,7 +25,7 @@ after a run is a new version (a new file with its reason), never an edit. Schema
     projection: {update_token_cost_ratios: [1, 3, 5]}
 
 Every target other than ``start``, ``gain_ref`` and ``primary`` is a held-out reward to reach
-(``T50``, ``T75``); the rules name only what `agents.experiments.efficiency_stats` implements.
+(``T50``, ``T75``); the rules name only what `tooluse_agents.experiments.efficiency_stats` implements.
 """
 
 from __future__ import annotations

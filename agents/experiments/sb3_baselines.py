@@ -1,12 +1,12 @@
 """Classic-RL baselines: stable-baselines3 PPO and DQN on the candidate-action env, next to a random policy.
 
-    python -m agents.experiments.sb3_baselines --out runs/sb3-baselines            # curriculum train -> held-out
-    python -m agents.experiments.sb3_baselines --timesteps 5000 --seeds 0 --algorithms random ppo
+    python -m tooluse_agents.experiments.sb3_baselines --out runs/sb3-baselines         # curriculum train -> held-out
+    python -m tooluse_agents.experiments.sb3_baselines --timesteps 5000 --seeds 0 --algorithms random ppo
 
 Each algorithm is trained on the train split's scenarios wrapped in `CandidateActions` (a
 `Discrete(K)` choice among candidate messages, see its docstring for what that setting leaks),
 then played on the held-out split with the official terminal reward. Episodes are written
-as ``episodes.jsonl`` records and summarized by `agents.results`, the evaluation harness's
+as ``episodes.jsonl`` records and summarized by `tooluse_agents.results`, the evaluation harness's
 format and aggregation, so the table reads like ``tooluse-eval``'s; ``--llm-results`` adds
 rows from ``tooluse-eval`` ``results.json`` files of text agents on the same split.
 
@@ -35,8 +35,8 @@ from stable_baselines3.dqn.policies import DQNPolicy
 from torch import nn
 
 import tooluse_gym  # noqa: F401  (registers the env ids)
-from agents.episode import EpisodeWriter, episode_record
-from agents.results import format_table, summarize
+from tooluse_agents.episode import EpisodeWriter, episode_record
+from tooluse_agents.results import format_table, summarize
 from tooluse_gym.wrappers.candidates import CandidateActions, CandidateConfig
 from tooluse_gym.wrappers.features import CANDIDATE_FEATURES, CONTEXT_FEATURES
 

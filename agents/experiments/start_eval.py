@@ -14,7 +14,7 @@ runs before it. `start_key` collects every one of those inputs:
 - the seed, only when the evaluation samples (temperature above 0);
 - the sha256 of every ``*.py`` file under ``tooluse_gym/`` and ``agents/`` (except
   ``agents/experiments/``, the study's own code), as they are on disk;
-- the machine (`agents.dtypes.machine`: CPU model, bf16 flags, cores).
+- the machine (`tooluse_agents.dtypes.machine`: CPU model, bf16 flags, cores).
 
 An arm reuses a recorded start evaluation only when its key's sha256 equals the recorded one's;
 otherwise it runs its own. What this cannot rule out: an inference engine whose greedy output
@@ -32,7 +32,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from agents.experiments.prereg import ROOT, shown
+from tooluse_agents.experiments.prereg import ROOT, shown
 
 CODE_DIRS = ("tooluse_gym", "agents")
 NOT_CODE = ("agents/experiments/",)
@@ -97,7 +97,7 @@ def _heldout(source: Any) -> dict[str, Any]:
 
 def start_key(config: Any) -> dict[str, Any]:
     """Every input of a run's step-0 held-out evaluation (module docstring); `config` is a `TrainConfig`."""
-    from agents.dtypes import machine
+    from tooluse_agents.dtypes import machine
 
     if config.heldout is None:
         raise ValueError("the run has no held-out set")

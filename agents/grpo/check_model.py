@@ -1,12 +1,12 @@
 """The model of the distributed training check: the tiny random Llama, taught the check's answers a little.
 
-    python -m agents.grpo.check_model runs/check-model      # ~30 s on 2 cores; then
-    torchrun --standalone --nproc-per-node 2 -m agents.grpo.cli agents/grpo/configs/cpu_distributed_check.yaml
+    python -m tooluse_agents.grpo.check_model runs/check-model      # ~30 s on 2 cores; then
+    torchrun --standalone --nproc-per-node 2 -m tooluse_agents.grpo.cli agents/grpo/configs/cpu_distributed_check.yaml
 
 GRPO moves the weights only on groups whose rewards differ, and the tiny random model's
 output is noise, never a tool call. A few Adam steps on the check tasks' answers
 (`scenarios/checks/tiny_math.yaml`, each prompt rendered by the environment exactly as the
-agents see it, `agents.sft.build_examples`), stopped once every answer's sequence probability
+agents see it, `tooluse_agents.sft.build_examples`), stopped once every answer's sequence probability
 reaches `TARGET`, make groups sampled at temperature 1 come out mixed about half the time.
 """
 
@@ -52,7 +52,7 @@ def build(folder: str | Path, scenarios: str | Path = CHECK_SCENARIOS, target: f
     """Save the taught model and its tokenizer to `folder` (seeded: the same weights every time)."""
     from transformers import AutoTokenizer
 
-    from agents.sft import SFTConfig, build_examples
+    from tooluse_agents.sft import SFTConfig, build_examples
     from tooluse_gym.models import SMOLLM2, resolve_model, tiny_llama
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model(SMOLLM2))
@@ -76,7 +76,9 @@ def build(folder: str | Path, scenarios: str | Path = CHECK_SCENARIOS, target: f
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Teach the tiny check model its answers; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m agents.grpo.check_model", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tooluse_agents.grpo.check_model", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("folder", nargs="?", default="runs/check-model")
     parser.add_argument("--scenarios", default=str(CHECK_SCENARIOS))
     parser.add_argument("--target", type=float, default=TARGET)

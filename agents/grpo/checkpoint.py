@@ -4,7 +4,7 @@ A checkpoint is a folder ``checkpoints/step_000042`` holding ``policy.pt``,
 ``optimizer.pt``, ``rng.pt`` and ``state.json``; it is written under a temporary name and
 renamed when complete, so a run killed mid-save leaves the previous checkpoint intact. A run
 on several ranks writes ``sharded/`` instead of the two ``.pt`` files (model and optimizer
-shards through `torch.distributed.checkpoint`, `agents.grpo.distributed.save_sharded`) and
+shards through `torch.distributed.checkpoint`, `tooluse_agents.grpo.distributed.save_sharded`) and
 every rank's RNG state in ``rng.pt``.
 """
 

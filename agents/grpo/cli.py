@@ -2,16 +2,16 @@
 
     tooluse-train agents/grpo/configs/cpu_smoke.yaml
     tooluse-train agents/grpo/configs/cpu_curriculum.yaml run_dir=runs/c1 grpo.group_size=4 filter.enabled=false
-    tooluse-train prefilter CONFIG.yaml --agent hf --model MODEL --out kept.yaml   # `agents.grpo.prefilter`
+    tooluse-train prefilter CONFIG.yaml --agent hf --model MODEL --out kept.yaml   # `tooluse_agents.grpo.prefilter`
 
 Overrides are dotted keys with YAML values; options and overrides may come in any order. A run
 folder that already holds checkpoints is resumed from the newest one (only `epochs`, `max_steps`
 and `budget_s` may differ).
 
-On N ranks (one machine; `agents.grpo.distributed`):
+On N ranks (one machine; `tooluse_agents.grpo.distributed`):
 
     tooluse-train --nproc 2 agents/grpo/configs/cpu_smoke.yaml update.detach_prompt=false
-    torchrun --standalone --nproc-per-node 2 -m agents.grpo.cli agents/grpo/configs/cpu_smoke.yaml ...
+    torchrun --standalone --nproc-per-node 2 -m tooluse_agents.grpo.cli agents/grpo/configs/cpu_smoke.yaml ...
 
 ``--nproc`` only re-launches this command under torchrun; use torchrun itself for several
 machines (its ``--nnodes``, ``--node-rank`` and ``--rdzv-*`` flags).
@@ -32,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The `tooluse-train` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["prefilter"]:
-        from agents.grpo.prefilter import main as prefilter
+        from tooluse_agents.grpo.prefilter import main as prefilter
 
         return prefilter(argv[1:])
     parser = argparse.ArgumentParser(
@@ -52,9 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.nproc > 1 and "WORLD_SIZE" not in os.environ and not args.print_config:
         flags = ["--no-progress"] * args.no_progress + ["--verbose"] * args.verbose
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}"]
-        os.execv(sys.executable, [*command, "-m", "agents.grpo.cli", args.config, *args.overrides, *flags])
+        os.execv(sys.executable, [*command, "-m", "tooluse_agents.grpo.cli", args.config, *args.overrides, *flags])
 
-    from agents.grpo.config import dump_config, load_config
+    from tooluse_agents.grpo.config import dump_config, load_config
 
     try:
         config = load_config(args.config, args.overrides)
@@ -64,14 +64,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.print_config:
         print(dump_config(config), end="")
         return 0
-    from agents.cli import quiet_backends
+    from tooluse_agents.cli import quiet_backends
 
     with contextlib.nullcontext() if args.verbose else quiet_backends():
         return _train(config, progress=not args.no_progress)
 
 
 def _train(config: Any, *, progress: bool) -> int:
-    from agents.grpo.trainer import GRPOTrainer, RunConflict
+    from tooluse_agents.grpo.trainer import GRPOTrainer, RunConflict
 
     try:
         trainer = GRPOTrainer(config, progress=progress)

@@ -22,9 +22,9 @@ from typing import Any
 
 import yaml
 
-from agents.grpo.filtering import FilterConfig
-from agents.grpo.screen import ScreenConfig
-from agents.grpo.tasks import MODES, ProtocolConfig, TaskSource
+from tooluse_agents.grpo.filtering import FilterConfig
+from tooluse_agents.grpo.screen import ScreenConfig
+from tooluse_agents.grpo.tasks import MODES, ProtocolConfig, TaskSource
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,7 +53,7 @@ class PolicyConfig:
         dtype: Dtype of the trained (master) weights. ``float32`` is exact and reproducible;
             with lr ~1e-6 bf16 weights would round most updates away.
         autocast: Compute dtype for forward/backward (``bfloat16``: ~1.7x faster on AMX CPUs and on GPUs),
-            ``auto`` (bfloat16 on a GPU or a CPU with native bf16 matmuls, else none; `agents.dtypes`),
+            ``auto`` (bfloat16 on a GPU or a CPU with native bf16 matmuls, else none; `tooluse_agents.dtypes`),
             or None (fp32 compute).
         device: ``cpu``, ``cuda`` or ``auto``.
         gradient_checkpointing: Recompute activations in the backward pass (much less memory, on this
@@ -89,7 +89,7 @@ class UpdateConfig:
         ppo_epochs: Passes over the rollout batch.
         micro_batch_tokens: Padded tokens per forward/backward (gradient accumulation beyond that).
         detach_prompt: Run each distinct prompt once without gradient and back-propagate only the
-            completions (`agents.grpo.shared_prompt`): same log-probs, but the gradient through the
+            completions (`tooluse_agents.grpo.shared_prompt`): same log-probs, but the gradient through the
             prompt positions is dropped. Off by default (exact); several times cheaper on a CPU.
         skip_zero_advantage: Run no forward/backward pass for samples whose advantage is 0 (zero-variance
             groups). Exact: with no KL and no entropy term such a sample's gradient is 0, and its tokens
@@ -162,21 +162,21 @@ class RolloutConfig:
         engine: ``hf`` (generate with the trained model itself, in-process: no weight sync) or
             ``vllm`` (a vLLM engine in this process; weights pushed after every update).
         num_envs: Episodes played at once (the most requests in flight).
-        schedule: ``auto`` | ``async`` | ``lockstep`` (`agents.rollout`): with ``async`` each episode's
+        schedule: ``auto`` | ``async`` | ``lockstep`` (`tooluse_agents.rollout`): with ``async`` each episode's
             next request is queued the moment its previous one finishes (vllm engine); the hf
             engine runs lockstep. Recorded in the run's metadata; never changes what is sampled
             (per-request seeds; exactly so with a float32 engine).
         temperature, top_p, max_tokens: Sampling (the loss uses the same temperature).
         vllm_dtype: Engine dtype (``float32`` matches the trainer's log-probs to ~3e-5 and is
             seed-reproducible on a CPU; ``bfloat16`` is faster on GPUs and AMX CPUs, emulated and
-            slower elsewhere; ``auto`` picks by machine, `agents.dtypes`).
+            slower elsewhere; ``auto`` picks by machine, `tooluse_agents.dtypes`).
         max_model_len: Engine context length.
         cpu_kv_cache_gib: Engine KV cache on a CPU.
         gpu_memory_utilization: Fraction of GPU memory the engine may take (the trainer shares the GPU).
         tensor_parallel_size: GPUs one vLLM engine spreads the model over, on several ranks: each
             K consecutive ranks host one engine (vLLM's ``external_launcher``) and play the same
             prompts. GPUs only; untested here (no GPU was lent).
-        screen: SPEED-style screening (`agents.grpo.screen`): roll out ``screen.members`` of each
+        screen: SPEED-style screening (`tooluse_agents.grpo.screen`): roll out ``screen.members`` of each
             group first and the rest only when those rewards are mixed (None: off, whole groups).
     """
 
@@ -211,7 +211,7 @@ class EvalConfig:
     Attributes:
         every_steps: Evaluate after every this many steps (None: only at the end).
         every_train_s: Evaluate at the first step boundary at or after each multiple of this many
-            seconds of training time (rollout + update + sync; see `agents.grpo.schedule`), so
+            seconds of training time (rollout + update + sync; see `tooluse_agents.grpo.schedule`), so
             that runs with steps of different cost are compared at the same training times.
             None: off. Both triggers may be set; a step evaluates once when either fires.
         at_start: Also evaluate before the first step (written to eval.jsonl as step 0).

@@ -1,6 +1,6 @@
 """The trainer on N ranks with torch.distributed: who this process is, the few collectives it needs, FSDP2.
 
-Launch with ``torchrun --nproc-per-node N -m agents.grpo.cli CONFIG`` (or ``tooluse-train --nproc N``).
+Launch with ``torchrun --nproc-per-node N -m tooluse_agents.grpo.cli CONFIG`` (or ``tooluse-train --nproc N``).
 `Dist.from_env` reads torchrun's ``RANK`` and ``WORLD_SIZE``; at world size 1 (a plain
 ``tooluse-train``) nothing is initialised and every collective here returns its input, so one
 code path serves both. The backend is NCCL when CUDA is there, gloo otherwise.

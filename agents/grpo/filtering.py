@@ -18,7 +18,7 @@ off by default, as in the paper. The filter is deterministic: the epoch's order 
 by the trainer from its seed; the filter only decides membership.
 
 That is ``kind: all_correct``, the default. ``kind: zero_variance`` is GRESO's probabilistic rule
-for both zero-variance kinds, with rates adapted toward a target share (`agents.grpo.greso`).
+for both zero-variance kinds, with rates adapted toward a target share (`tooluse_agents.grpo.greso`).
 Both kinds are a `PromptSelector`; `make_filter` builds the one a config names.
 """
 
@@ -28,8 +28,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agents.grpo.advantages import ALL_CORRECT, ALL_WRONG
-from agents.grpo.greso import ZeroVarianceConfig, ZeroVarianceFilter
+from tooluse_agents.grpo.advantages import ALL_CORRECT, ALL_WRONG
+from tooluse_agents.grpo.greso import ZeroVarianceConfig, ZeroVarianceFilter
 
 KINDS = ("all_correct", "zero_variance")
 
@@ -81,7 +81,7 @@ class PromptSelector(Protocol):
     outright; each candidate is then asked `admit` when the plan reaches it (a kind that decides
     everything at the epoch start, ``decides_at_draw = False``, admits every candidate). Every
     group rolled out is recorded with `observe`, and `end_step` sees the outcomes of a step's
-    groups (`agents.grpo.advantages.group_outcome`).
+    groups (`tooluse_agents.grpo.advantages.group_outcome`).
     """
 
     decides_at_draw: bool

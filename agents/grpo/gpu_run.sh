@@ -13,4 +13,4 @@ if ! "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() el
 fi
 export VLLM_ENABLE_V1_MULTIPROCESSING=0   # engine in this process: weights are pushed into it directly
 export TOKENIZERS_PARALLELISM=false
-exec "$PYTHON" -m agents.grpo.cli agents/grpo/configs/gpu_qwen3_4b.yaml "$@"
+exec "$PYTHON" -m tooluse_agents.grpo.cli agents/grpo/configs/gpu_qwen3_4b.yaml "$@"

@@ -9,7 +9,7 @@ Source: GRESO (Zheng et al. 2025, arXiv 2506.02177), read in its code at
 ``train-scripts/*_greso.sh``. Where each default comes from is on `ZeroVarianceConfig`.
 
 **History.** Every group rolled out is an observation of its prompt: all-correct, all-wrong or
-mixed (`agents.grpo.advantages.group_outcome`). ``z`` is the prompt's run of consecutive
+mixed (`tooluse_agents.grpo.advantages.group_outcome`). ``z`` is the prompt's run of consecutive
 all-correct (or all-wrong) observations counted back from the latest one; a mixed group ends
 both runs. A skipped prompt is not observed, so its run is frozen while it sits out.
 
@@ -39,7 +39,7 @@ every rank makes the same decisions without exchanging them, and a resumed run r
 **Where this differs from GRESO.** GRESO's "hard" is a mean reward <= 0.11 (its reward gives 0.1
 for a well-formatted wrong answer); here it is a zero-variance group below the top reward. Its
 rates count the groups of a step before dynamic sampling drops any; here they count the groups
-rolled out in the step, screened groups (`agents.grpo.screen`) by their screen.
+rolled out in the step, screened groups (`tooluse_agents.grpo.screen`) by their screen.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agents.grpo.advantages import ALL_CORRECT, ALL_WRONG, group_outcome
+from tooluse_agents.grpo.advantages import ALL_CORRECT, ALL_WRONG, group_outcome
 
 ADAPT_FROM_EPOCH = 2
 """The first epoch (counted from 1) whose steps adapt the rates (GRESO: ``epoch > 0`` counted from 0)."""

@@ -1,6 +1,6 @@
 """`EpochPlan`: which prompts each training step rolls out.
 
-Each epoch the filter (`agents.grpo.filtering.PromptSelector`) splits the whole dataset into
+Each epoch the filter (`tooluse_agents.grpo.filtering.PromptSelector`) splits the whole dataset into
 candidates and prompts skipped outright, the candidates are shuffled from the training seed and
 the epoch, and each step takes the next ones. A filter kind that decides at draw time
 (``zero_variance``) is asked about each candidate as the plan reaches it, and the plan goes on
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agents.grpo.advantages import ALL_WRONG
-from agents.grpo.filtering import PromptSelector
+from tooluse_agents.grpo.advantages import ALL_WRONG
+from tooluse_agents.grpo.filtering import PromptSelector
 
 
 @dataclass(frozen=True)
@@ -118,8 +118,10 @@ class EpochPlan:
         if self.ended is None:
             return {}
         epoch, counts = self.ended
-        return {"filter/ended_epoch": epoch, **{k.replace("filter/", "filter/ended_epoch_"): v
-                                                 for k, v in counts.metrics().items()}}
+        return {
+            "filter/ended_epoch": epoch,
+            **{k.replace("filter/", "filter/ended_epoch_"): v for k, v in counts.metrics().items()},
+        }
 
     def _count_skip(self, prompt_id: str) -> None:
         field = "skipped_all_wrong" if self.selector.run_kind(prompt_id) == ALL_WRONG else "skipped_all_correct"

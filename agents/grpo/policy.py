@@ -17,8 +17,8 @@ from typing import Any
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from agents.grpo.batch import TokenBatch
-from agents.grpo.config import LoraSettings, PolicyConfig
+from tooluse_agents.grpo.batch import TokenBatch
+from tooluse_agents.grpo.config import LoraSettings, PolicyConfig
 
 __all__ = ["LoraSettings", "Policy", "PolicyConfig", "head_logprobs"]
 
@@ -37,14 +37,14 @@ class Policy:
     path: str
     base: Any = field(init=False)
     sharded: Any = field(default=None, init=False)
-    """The FSDP2 root (`agents.grpo.distributed.ShardedForward`) once `shard` ran, else None."""
+    """The FSDP2 root (`tooluse_agents.grpo.distributed.ShardedForward`) once `shard` ran, else None."""
 
     def __post_init__(self) -> None:
         self.base = self.model.get_base_model() if self.config.lora is not None else self.model
 
     def shard(self, dist: Any) -> None:
         """Shard the model over `dist`'s ranks with FSDP2 (full fine-tuning only)."""
-        from agents.grpo.distributed import shard_policy
+        from tooluse_agents.grpo.distributed import shard_policy
 
         if self.config.lora is not None:
             raise ValueError("training on several ranks shards the whole model: LoRA is single-process for now")
@@ -70,7 +70,7 @@ class Policy:
         if not Path(path).exists() and Path(path.split("/")[0]).is_dir():
             raise FileNotFoundError(
                 f"model folder {path} does not exist (runs/warmstart/model is made by `make warmstart`, "
-                "runs/check-model by `python -m agents.grpo.check_model`)"
+                "runs/check-model by `python -m tooluse_agents.grpo.check_model`)"
             )
         tokenizer = AutoTokenizer.from_pretrained(path)
         if tokenizer.pad_token is None:
@@ -104,7 +104,7 @@ class Policy:
 
         On a sharded model this gathers every parameter: all ranks must call it.
         """
-        from agents.grpo.distributed import full_tensor
+        from tooluse_agents.grpo.distributed import full_tensor
 
         return {n: full_tensor(p.detach()).clone() for n, p in self.model.named_parameters() if p.requires_grad}
 
@@ -124,7 +124,7 @@ class Policy:
         """The compute dtype of forward/backward (`PolicyConfig.autocast` with ``auto`` resolved; None: off)."""
         if self.config.autocast is None:
             return None
-        from agents.dtypes import resolve_dtype
+        from tooluse_agents.dtypes import resolve_dtype
 
         dtype = resolve_dtype(self.config.autocast, self.device)
         return None if dtype == "float32" else dtype
@@ -174,7 +174,7 @@ class Policy:
     def weights_for_sync(self) -> Iterator[tuple[str, torch.Tensor]]:
         """HF-named full weights for an inference engine (LoRA deltas merged out of place)."""
         if self.config.lora is None:
-            from agents.grpo.distributed import full_tensor
+            from tooluse_agents.grpo.distributed import full_tensor
 
             for name, p in self.model.named_parameters():
                 yield name, full_tensor(p.detach())

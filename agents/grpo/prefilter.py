@@ -32,9 +32,9 @@ from typing import Any
 
 import yaml
 
-from agents.grpo.advantages import ALL_CORRECT, ALL_WRONG, MIXED, group_outcome
-from agents.grpo.config import TrainConfig, load_config
-from agents.grpo.tasks import TaskPool, env_factory, load_pool, prompts_for
+from tooluse_agents.grpo.advantages import ALL_CORRECT, ALL_WRONG, MIXED, group_outcome
+from tooluse_agents.grpo.config import TrainConfig, load_config
+from tooluse_agents.grpo.tasks import TaskPool, env_factory, load_pool, prompts_for
 
 KIND = "tooluse-gym prefilter"
 """The ``kind`` every keep list carries."""
@@ -118,8 +118,8 @@ def prefilter(
         pool: Tasks instead of `config.tasks` (e.g. hand-built tasks in tests).
         episodes: When given, every rollout's episode record is appended to it.
     """
-    from agents.base import SamplingConfig
-    from agents.grpo.rollouts import ScriptedTurns, before_last_turn, play_groups
+    from tooluse_agents.base import SamplingConfig
+    from tooluse_agents.grpo.rollouts import ScriptedTurns, before_last_turn, play_groups
 
     if samples < 1 or not 1 <= min_correct <= samples:
         raise ValueError(f"need samples >= 1 and 1 <= min_correct <= samples, got {samples} and {min_correct}")
@@ -212,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--episodes", type=Path, help="also write every rollout's episode record (JSONL)")
     args = parser.parse_intermixed_args(argv)
 
-    from agents.evaluate import EvalConfig, make_agent
+    from tooluse_agents.evaluate import EvalConfig, make_agent
 
     try:
         config = load_config(args.config, args.overrides)
@@ -230,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         agent.close()
     write_keep_list(keep, args.out)
     if args.episodes:
-        from agents.episode import EpisodeWriter
+        from tooluse_agents.episode import EpisodeWriter
 
         with EpisodeWriter(args.episodes) as writer:
             for record in records:

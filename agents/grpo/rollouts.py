@@ -16,9 +16,9 @@ from typing import Any
 
 import gymnasium as gym
 
-from agents.base import Agent, AgentRequest, Generation, SamplingConfig, StreamingAgent
-from agents.oracle import OracleAgent
-from agents.rollout import Episode, RolloutJob, run_rollouts
+from tooluse_agents.base import Agent, AgentRequest, Generation, SamplingConfig, StreamingAgent
+from tooluse_agents.oracle import OracleAgent
+from tooluse_agents.rollout import Episode, RolloutJob, run_rollouts
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Rollout:
         member: Index of the rollout in its group.
         reward: Terminal reward.
         steps: The policy's messages in order (scripted oracle messages are not included).
-        record: The episode record (`agents.episode` format).
+        record: The episode record (`tooluse_agents.episode` format).
     """
 
     prompt_id: str

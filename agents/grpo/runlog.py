@@ -1,11 +1,11 @@
 """The run directory's files: config.yaml, metrics.jsonl, episodes.jsonl, eval.jsonl.
 
-Every line of metrics.jsonl is one training step (`agents.records.MetricsRecord`) with all
+Every line of metrics.jsonl is one training step (`tooluse_agents.records.MetricsRecord`) with all
 of `METRIC_KEYS` (plus ``eval/heldout_reward`` on steps where a held-out evaluation ran; ``time/train_s`` is the
 training time, rollout + update + sync summed over the steps so far, at which it ran). Every
 line of eval.jsonl is one held-out evaluation: step, epoch, reward, episodes, ``time/train_s``
 and its own duration ``time/eval_s`` (not training time). episodes.jsonl holds the
-training rollouts in the evaluation harness's record format (`agents.episode`) with one
+training rollouts in the evaluation harness's record format (`tooluse_agents.episode`) with one
 extra ``train`` object (step, epoch, member, advantage, used). On resume, lines written after
 the checkpoint's step are dropped, so the files read as if the run had never stopped.
 """
@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agents.episode import EpisodeWriter
-from agents.jsonl import read_jsonl
-from agents.records import EVAL_KEY, METRIC_KEYS, MetricsRecord
+from tooluse_agents.episode import EpisodeWriter
+from tooluse_agents.jsonl import read_jsonl
+from tooluse_agents.records import EVAL_KEY, METRIC_KEYS, MetricsRecord
 
 __all__ = ["EVAL_KEY", "METRIC_KEYS", "RunFiles"]
 

@@ -43,10 +43,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agents.grpo.advantages import is_zero_variance
+from tooluse_agents.grpo.advantages import is_zero_variance
 
 if TYPE_CHECKING:  # the config imports this module; keep it light
-    from agents.grpo.rollouts import Rollout
+    from tooluse_agents.grpo.rollouts import Rollout
 
     Play = Callable[[Sequence[str], Sequence[int]], Mapping[str, Sequence[Rollout]]]
     """Plays the given members of the given prompts' groups; returns each prompt's rollouts."""

@@ -23,8 +23,8 @@ from typing import Any
 
 import torch
 
-from agents.grpo.batch import Sample
-from agents.grpo.policy import LOGIT_CHUNK, Policy, head_logprobs
+from tooluse_agents.grpo.batch import Sample
+from tooluse_agents.grpo.policy import LOGIT_CHUNK, Policy, head_logprobs
 
 
 def prompt_groups(samples: Sequence[Sample]) -> list[list[Sample]]:

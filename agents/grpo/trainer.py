@@ -1,14 +1,14 @@
 """`GRPOTrainer`: epochs of filtered prompts, groups of rollouts, max-variance sub-sampling, updates.
 
-One step: take the next `prompts_per_step` prompts of the epoch's plan (`agents.grpo.plan`),
+One step: take the next `prompts_per_step` prompts of the epoch's plan (`tooluse_agents.grpo.plan`),
 roll out a group of n per prompt through the shared rollout loop (screened first with
-``rollout.screen``, `agents.grpo.screen`), compute group advantages, keep m of n per group (max
+``rollout.screen``, `tooluse_agents.grpo.screen`), compute group advantages, keep m of n per group (max
 variance), update the policy on the kept rollouts' generated tokens, push the new weights into
-the rollout engine (vLLM), log, and checkpoint. The pre-rollout filter (`agents.grpo.filtering`)
+the rollout engine (vLLM), log, and checkpoint. The pre-rollout filter (`tooluse_agents.grpo.filtering`)
 decides which prompts are rolled out at all: at each epoch start (``filter.kind: all_correct``)
 or as the plan reaches each prompt (``zero_variance``).
 
-On several ranks (``torchrun``, `agents.grpo.distributed`) each rank plays its share of the
+On several ranks (``torchrun``, `tooluse_agents.grpo.distributed`) each rank plays its share of the
 step's prompts, every rank then sees every group (filter, plan and metrics replicated), each
 updates on its own groups' samples with the policy sharded by FSDP2, and rank 0 writes the
 run files with every rank's rollouts; training time is the slowest rank's.
@@ -16,7 +16,7 @@ run files with every rank's rollouts; training time is the slowest rank's.
 The run ends after `epochs`, `max_steps` or the training-time budget `budget_s`, whichever
 comes first; held-out evaluations run at the start, every `eval.every_steps` steps, at the
 first step boundary past each multiple of `eval.every_train_s` training seconds
-(`agents.grpo.schedule`), and on the last step.
+(`tooluse_agents.grpo.schedule`), and on the last step.
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ from typing import Any
 import torch
 import yaml
 
-from agents.base import SamplingConfig
-from agents.grpo.advantages import ALL_CORRECT, ALL_WRONG, group_advantages, group_outcome
-from agents.grpo.batch import Sample
-from agents.grpo.checkpoint import (
+from tooluse_agents.base import SamplingConfig
+from tooluse_agents.grpo.advantages import ALL_CORRECT, ALL_WRONG, group_advantages, group_outcome
+from tooluse_agents.grpo.batch import Sample
+from tooluse_agents.grpo.checkpoint import (
     latest_checkpoint,
     load_checkpoint,
     publish,
@@ -47,20 +47,20 @@ from agents.grpo.checkpoint import (
     scratch_folder,
     set_rng_state,
 )
-from agents.grpo.config import GRPOConfig, TrainConfig, dump_config, from_dict
-from agents.grpo.distributed import Dist, load_sharded, save_sharded
-from agents.grpo.filtering import make_filter
-from agents.grpo.plan import EpochPlan
-from agents.grpo.policy import Policy
-from agents.grpo.prefilter import kept_prompts
-from agents.grpo.rollouts import Rollout, ScriptedTurns, before_last_turn, play_groups
-from agents.grpo.runlog import EVAL_KEY, RunFiles
-from agents.grpo.schedule import budget_spent, crosses_eval_point
-from agents.grpo.screen import ScreenedStep, play_screened
-from agents.grpo.subsample import max_variance_subset
-from agents.grpo.tasks import TaskPool, env_factory, load_pool, prompts_for
-from agents.grpo.update import PolicyUpdater
-from agents.records import MetricsRecord
+from tooluse_agents.grpo.config import GRPOConfig, TrainConfig, dump_config, from_dict
+from tooluse_agents.grpo.distributed import Dist, load_sharded, save_sharded
+from tooluse_agents.grpo.filtering import make_filter
+from tooluse_agents.grpo.plan import EpochPlan
+from tooluse_agents.grpo.policy import Policy
+from tooluse_agents.grpo.prefilter import kept_prompts
+from tooluse_agents.grpo.rollouts import Rollout, ScriptedTurns, before_last_turn, play_groups
+from tooluse_agents.grpo.runlog import EVAL_KEY, RunFiles
+from tooluse_agents.grpo.schedule import budget_spent, crosses_eval_point
+from tooluse_agents.grpo.screen import ScreenedStep, play_screened
+from tooluse_agents.grpo.subsample import max_variance_subset
+from tooluse_agents.grpo.tasks import TaskPool, env_factory, load_pool, prompts_for
+from tooluse_agents.grpo.update import PolicyUpdater
+from tooluse_agents.records import MetricsRecord
 
 RESUMABLE_CHANGES = ("epochs", "max_steps", "budget_s")
 """Config keys a resumed run may change (how long to train); anything else is a different run."""
@@ -157,8 +157,8 @@ class GRPOTrainer:
         """runtime.json: what ``auto`` settings became on this machine (schedule, dtypes), beside config.yaml."""
         if not self.dist.is_main:
             return
-        from agents.dtypes import machine
-        from agents.rollout import resolve_schedule
+        from tooluse_agents.dtypes import machine
+        from tooluse_agents.rollout import resolve_schedule
 
         runtime = {
             "schedule": resolve_schedule(self.config.rollout.schedule, self._rollout_agent()),
@@ -171,19 +171,19 @@ class GRPOTrainer:
     def _engine(self):
         rollout, policy = self.config.rollout, self.policy
         if rollout.engine == "hf":
-            from agents.hf_agent import HFAgent, HFAgentConfig
+            from tooluse_agents.hf_agent import HFAgent, HFAgentConfig
 
             if not self.dist.enabled:  # the engine generates with the policy itself
                 agent = HFAgent(HFAgentConfig(model=policy.path), model=policy.model, tokenizer=policy.tokenizer)
                 return agent, None
             # the policy will be sharded, and a rank generating alone cannot run sharded layers: a whole copy
-            from agents.grpo.weight_sync import ModuleWeightSync
+            from tooluse_agents.grpo.weight_sync import ModuleWeightSync
 
             engine = copy.deepcopy(policy.model)
             agent = HFAgent(HFAgentConfig(model=policy.path), model=engine, tokenizer=policy.tokenizer)
             return agent, ModuleWeightSync(engine)
-        from agents.grpo.weight_sync import VLLMWeightSync
-        from agents.vllm_agent import VLLMAgent, VLLMAgentConfig
+        from tooluse_agents.grpo.weight_sync import VLLMWeightSync
+        from tooluse_agents.vllm_agent import VLLMAgent, VLLMAgentConfig
 
         if self.dist.enabled and not torch.cuda.is_available():  # each rank's engine on its own cores
             os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", self.dist.cpu_cores())

@@ -5,7 +5,7 @@ current one, so its log-probs are the detached current ones and no extra forward
 needed; the ratio is then 1 and the loss is the plain policy gradient. With more mini-batches
 or epochs the old log-probs are computed once, without gradients, before the first step.
 
-On several ranks (`agents.grpo.distributed`) each rank updates on its own groups' samples:
+On several ranks (`tooluse_agents.grpo.distributed`) each rank updates on its own groups' samples:
 a mini-batch's token count is summed over the ranks, the loss is scaled by the world size
 (FSDP averages gradients), and every rank runs as many micro-batches as the busiest one
 (zero-weight padding), so the gradient is the one-process gradient. Mini-batches are split
@@ -21,12 +21,12 @@ from typing import Any
 
 import torch
 
-from agents.grpo.batch import Sample, TokenBatch, collate, micro_batches
-from agents.grpo.config import UpdateConfig
-from agents.grpo.distributed import Dist, full_tensor
-from agents.grpo.loss import LossTerms, describe, loss_terms
-from agents.grpo.policy import Policy
-from agents.grpo.shared_prompt import prompt_groups, shared_prompt_logprobs
+from tooluse_agents.grpo.batch import Sample, TokenBatch, collate, micro_batches
+from tooluse_agents.grpo.config import UpdateConfig
+from tooluse_agents.grpo.distributed import Dist, full_tensor
+from tooluse_agents.grpo.loss import LossTerms, describe, loss_terms
+from tooluse_agents.grpo.policy import Policy
+from tooluse_agents.grpo.shared_prompt import prompt_groups, shared_prompt_logprobs
 
 
 class PolicyUpdater:

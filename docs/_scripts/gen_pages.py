@@ -203,7 +203,7 @@ def _keys_in(path: Path) -> list[str]:
 
 def metric_keys() -> tuple[list[str], list[str]]:
     """(keys every line holds, the others), in first-seen order."""
-    from agents.records import EVAL_KEY, METRIC_KEYS
+    from tooluse_agents.records import EVAL_KEY, METRIC_KEYS
 
     seen: dict[str, None] = {}
     for source in METRIC_SOURCES:
@@ -226,14 +226,14 @@ def metrics_page() -> str:
     if stale:
         raise SystemExit(f"gen_pages: METRIC_DOCS describes keys the trainer no longer writes: {stale}")
     return (
-        HEADER.format(source="`agents.records.METRIC_KEYS` and the trainer's source (`agents/grpo/`)")
+        HEADER.format(source="`tooluse_agents.records.METRIC_KEYS` and the trainer's source (`agents/grpo/`)")
         + "# `metrics.jsonl` keys\n\n"
         + "`tooluse-train` appends one JSON object per training step to `RUN_DIR/metrics.jsonl` "
-        + "([`MetricsRecord`][agents.records.MetricsRecord] reads it; `tooluse-tui RUN_DIR` plots it live). "
+        + "([`MetricsRecord`][tooluse_agents.records.MetricsRecord] reads it; `tooluse-tui RUN_DIR` plots it live). "
         + "Held-out evaluations also go to `eval.jsonl` (`step`, `epoch`, `eval/heldout_reward`, `episodes`, "
         + "`time/train_s`, `time/eval_s`). A `*` stands for a family of keys.\n\n"
         + "## On every line\n\n"
-        + "These are `agents.records.METRIC_KEYS`; a reader may rely on them.\n\n"
+        + "These are `tooluse_agents.records.METRIC_KEYS`; a reader may rely on them.\n\n"
         + _table(["key", "meaning"], [[f"`{k}`", METRIC_DOCS[k]] for k in always])
         + "\n## On some lines, or depending on the configuration\n\n"
         + _table(["key", "meaning"], [[f"`{k}`", METRIC_DOCS[k]] for k in others])
@@ -277,12 +277,12 @@ def parser_of(main: Callable[..., Any], argv: list[str]) -> argparse.ArgumentPar
 
 
 def _clis() -> list[tuple[str, str, Callable[..., Any], list[str]]]:
-    from agents import serve
-    from agents.cli import main as eval_main
-    from agents.grpo import prefilter
-    from agents.grpo.cli import main as train_main
+    from tooluse_agents import serve
+    from tooluse_agents.cli import main as eval_main
+    from tooluse_agents.grpo import prefilter
+    from tooluse_agents.grpo.cli import main as train_main
     from tooluse_gym.tasks import scenario_cli
-    from tui.app import main as tui_main
+    from tooluse_tui.app import main as tui_main
 
     return [
         ("tooluse-eval", "agents/cli.py", eval_main, []),

@@ -279,7 +279,7 @@ def speed_summary() -> str:
 
 def efficiency_v2_summary() -> str:
     """The pre-registered study's verdicts and per-seed rows, from its report (demoted under the page's heading)."""
-    from agents.experiments.efficiency_figures import markdown
+    from tooluse_agents.experiments.efficiency_figures import markdown
 
     name = "grpo_efficiency_v2.json"
     report = _load(name)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from agents.episode import EpisodeWriter, read_episodes
+from tooluse_agents.episode import EpisodeWriter, read_episodes
 
 
 def test_writer_appends_and_reader_skips_bad_lines(tmp_path):

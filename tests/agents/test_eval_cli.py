@@ -9,9 +9,9 @@ import warnings
 
 import pytest
 
-from agents.cli import QUIET_ENV, main
-from agents.episode import read_episodes
-from agents.evaluate import select_tasks
+from tooluse_agents.cli import QUIET_ENV, main
+from tooluse_agents.episode import read_episodes
+from tooluse_agents.evaluate import select_tasks
 
 
 def run(*args):
@@ -191,14 +191,14 @@ def test_compare_shows_the_official_and_the_clean_differences(tmp_path, capsys):
 
 
 def test_backend_logs_and_warnings_are_hidden_unless_verbose(tmp_path, monkeypatch):
-    from agents import evaluate
+    from tooluse_agents import evaluate
 
     seen = []
 
     def make_agent(config):  # what the backend sees while the run is on
         seen.append({name: os.environ.get(name) for name in QUIET_ENV})
         warnings.warn_explicit("deprecated", FutureWarning, "dispatcher.py", 1, module="vllm.triton_utils.dispatcher")
-        warnings.warn_explicit("skipped torn last line", UserWarning, "jsonl.py", 1, module="agents.jsonl")
+        warnings.warn_explicit("skipped torn last line", UserWarning, "jsonl.py", 1, module="tooluse_agents.jsonl")
         return make_real_agent(config)
 
     make_real_agent = evaluate.make_agent
@@ -221,7 +221,7 @@ def test_backend_logs_and_warnings_are_hidden_unless_verbose(tmp_path, monkeypat
 
 
 def test_tensor_parallel_size_is_a_vllm_setting_recorded_only_when_set():
-    from agents.evaluate import EvalConfig
+    from tooluse_agents.evaluate import EvalConfig
 
     assert "tensor_parallel_size" not in EvalConfig(agent="oracle").to_dict()  # older run.json files still match
     assert EvalConfig(agent="vllm", model="m", tensor_parallel_size=4).to_dict()["tensor_parallel_size"] == 4
@@ -231,8 +231,8 @@ def test_tensor_parallel_size_is_a_vllm_setting_recorded_only_when_set():
 
 
 def test_a_run_whose_every_episode_failed_says_so_above_the_table(tmp_path, capsys, monkeypatch):
-    from agents import evaluate
-    from agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
+    from tooluse_agents import evaluate
+    from tooluse_agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
 
     def one_attempt(config):
         return OpenAIAgent(OpenAIAgentConfig(model=config.model, base_url=config.base_url, max_attempts=1))

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from agents.base import SamplingConfig
-from agents.evaluate import EvalConfig, run_eval
-from agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
 from tests.agents.test_hf_agent import TASKS, _episodes
+from tooluse_agents.base import SamplingConfig
+from tooluse_agents.evaluate import EvalConfig, run_eval
+from tooluse_agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
 
 pytestmark = pytest.mark.slow  # a server start (~30-90 s on 2 cores) and ~6k-token prefills
 
@@ -30,7 +30,7 @@ def _free_port() -> int:
 
 def _serve_command() -> list[str]:
     script = Path(sys.executable).with_name("tooluse-serve")  # the console script, as a user runs it
-    return [str(script)] if script.exists() else [sys.executable, "-m", "agents.serve"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "tooluse_agents.serve"]
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.episode import EpisodeWriter
-from agents.grpo.runlog import RunFiles
-from agents.records import (
+from tooluse_agents.episode import EpisodeWriter
+from tooluse_agents.grpo.runlog import RunFiles
+from tooluse_agents.records import (
     EVAL_KEY,
     METRIC_KEYS,
     SCHEMA_VERSION,
@@ -20,7 +20,7 @@ from agents.records import (
     read_episodes,
     read_metrics,
 )
-from agents.rollout import RolloutJob, run_rollouts
+from tooluse_agents.rollout import RolloutJob, run_rollouts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tui" / "data"
 
@@ -56,8 +56,8 @@ def test_todays_files_round_trip_exactly():
 def test_a_real_episode_round_trips():
     import gymnasium as gym
 
-    from agents.base import SamplingConfig
-    from agents.oracle import OracleAgent
+    from tooluse_agents.base import SamplingConfig
+    from tooluse_agents.oracle import OracleAgent
 
     (episode,) = run_rollouts(
         lambda: gym.make("ToolUse-MultiTurn-v0", category="miss_func"),
@@ -94,7 +94,7 @@ def test_readers_skip_what_they_cannot_read_and_say_why(tmp_path):
 
 
 def test_summaries_take_records_or_their_json_objects_alike():
-    from agents.results import summarize
+    from tooluse_agents.results import summarize
 
     episode = {"task_id": "t", "category": "c", "reward": 0.0, "tokens": {"prompt": 2}}
     objects = [{**episode, "seed": s, "reward": float(s)} for s in (0, 1)]

@@ -9,10 +9,10 @@ import gymnasium as gym
 import pytest
 
 import tooluse_gym  # noqa: F401
-from agents.base import Generation, SamplingConfig
-from agents.evaluate import EvalConfig, run_eval
-from agents.oracle import OracleAgent
-from agents.rollout import RolloutJob, resolve_schedule, run_rollouts
+from tooluse_agents.base import Generation, SamplingConfig
+from tooluse_agents.evaluate import EvalConfig, run_eval
+from tooluse_agents.oracle import OracleAgent
+from tooluse_agents.rollout import RolloutJob, resolve_schedule, run_rollouts
 
 TASKS = ("multi_turn_base_0", "multi_turn_base_3", "multi_turn_miss_func_1", "multi_turn_long_context_2")
 SAMPLING = SamplingConfig(temperature=1.0, max_tokens=16)
@@ -145,8 +145,10 @@ def test_a_killed_async_evaluation_resumes_like_a_lockstep_one(tmp_path):
     assert 0 < len(partial) < 8  # some episodes were written before the kill, not all
     results = run_eval(_config(schedule="lockstep"), tmp_path / "resumed", agent=SeededOracle(), progress=False)
     assert results["schedule"] == "lockstep"
-    whole, resumed = ([_strip(json.loads(x)) for x in (tmp_path / d / "episodes.jsonl").read_text().splitlines()]
-                      for d in ("whole", "resumed"))
+    whole, resumed = (
+        [_strip(json.loads(x)) for x in (tmp_path / d / "episodes.jsonl").read_text().splitlines()]
+        for d in ("whole", "resumed")
+    )
     key = lambda r: (r["task_id"], r["seed"])  # noqa: E731
     assert sorted(resumed, key=key) == sorted(whole, key=key)
     run_json = json.loads((tmp_path / "resumed" / "run.json").read_text())

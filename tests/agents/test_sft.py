@@ -11,10 +11,10 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from agents.base import chat_prompt  # noqa: E402
-from agents.grpo.config import PolicyConfig  # noqa: E402
-from agents.grpo.policy import Policy  # noqa: E402
-from agents.sft import SFTConfig, batch_nll, build_examples, main, task_order  # noqa: E402
+from tooluse_agents.base import chat_prompt  # noqa: E402
+from tooluse_agents.grpo.config import PolicyConfig  # noqa: E402
+from tooluse_agents.grpo.policy import Policy  # noqa: E402
+from tooluse_agents.sft import SFTConfig, batch_nll, build_examples, main, task_order  # noqa: E402
 from tooluse_gym.models import resolve_model  # noqa: E402
 
 WARMUP = str(Path(__file__).resolve().parents[2] / "scenarios" / "curriculum" / "warmup.yaml")

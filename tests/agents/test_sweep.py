@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from agents.cli import main
-from agents.sweep import one_factor_changes, paired_difference, seed_spread
+from tooluse_agents.cli import main
+from tooluse_agents.sweep import one_factor_changes, paired_difference, seed_spread
 
 
 def test_the_first_value_of_each_knob_is_the_base_and_every_other_value_one_change():

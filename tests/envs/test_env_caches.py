@@ -15,7 +15,7 @@ import gymnasium as gym
 import pytest
 from gymnasium.utils import seeding
 
-from agents.oracle import OracleAgent
+from tooluse_agents.oracle import OracleAgent
 from tooluse_gym.prompts import system_prompt_spec
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.task import Task

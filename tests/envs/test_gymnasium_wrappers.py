@@ -13,7 +13,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 from gymnasium.wrappers import PassiveEnvChecker, RecordEpisodeStatistics, TimeLimit
 
-from agents.oracle import OracleAgent
+from tooluse_agents.oracle import OracleAgent
 from tooluse_gym.prompts import json_call_block
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.wrappers import RenderedPrompt

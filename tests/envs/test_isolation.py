@@ -5,7 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 
-from agents.oracle import END_OF_TURN, OracleAgent
+from tooluse_agents.oracle import END_OF_TURN, OracleAgent
 
 
 @pytest.mark.parametrize("category", ["base", "long_context"])

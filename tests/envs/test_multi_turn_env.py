@@ -5,7 +5,7 @@ import json
 import gymnasium as gym
 import pytest
 
-from agents.oracle import END_OF_TURN, OracleAgent, run_episode
+from tooluse_agents.oracle import END_OF_TURN, OracleAgent, run_episode
 from tooluse_gym import __version__
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.bfcl import BFCL_VERSION

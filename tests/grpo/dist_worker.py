@@ -17,9 +17,9 @@ from pathlib import Path
 
 import torch
 
-import agents.grpo.trainer as trainer_module
-from agents.grpo.config import load_config
-from agents.grpo.trainer import GRPOTrainer
+import tooluse_agents.grpo.trainer as trainer_module
+from tooluse_agents.grpo.config import load_config
+from tooluse_agents.grpo.trainer import GRPOTrainer
 
 
 def record_decisions(trainer: GRPOTrainer) -> list[dict]:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agents.grpo.cli import main
-from agents.grpo.config import TrainConfig, dump_config, from_dict, load_config
+from tooluse_agents.grpo.cli import main
+from tooluse_agents.grpo.config import TrainConfig, dump_config, from_dict, load_config
 
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "agents" / "grpo" / "configs").glob("*.yaml"))
 

@@ -92,7 +92,7 @@ def test_two_ranks_write_one_process_metrics_and_rollouts(runs):
         for key in x:  # counts exactly; losses and norms up to the order of float sums over ranks
             assert x[key] == pytest.approx(y[key], rel=1e-5, abs=1e-7), key
     assert _steady(_read(one / "episodes.jsonl")) == _steady(_read(two / "episodes.jsonl"))
-    from tui.data import MetricsLog
+    from tooluse_tui.data import MetricsLog
 
     live = MetricsLog(two / "metrics.jsonl")  # what the TUI's live view reads
     assert live.poll() == 3 and not live.health.describe() and len(live.series("rollout/reward_mean")) == 3

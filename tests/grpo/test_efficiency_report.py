@@ -11,7 +11,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def bench():
-    from agents.experiments import grpo_efficiency
+    from tooluse_agents.experiments import grpo_efficiency
 
     return grpo_efficiency
 

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from agents.experiments import efficiency_v2 as v2
-from agents.experiments import start_eval
+from tooluse_agents.experiments import efficiency_v2 as v2
+from tooluse_agents.experiments import start_eval
 
 FIXTURE = Path(__file__).with_name("prereg_v2.yaml")
 ARMS = ("vanilla", "paper", "selective")
 
 
 def _knobs_landed() -> bool:
-    from agents.grpo.config import load_config
+    from tooluse_agents.grpo.config import load_config
 
     try:
         load_config(None, ["filter.kind=zero_variance", "rollout.screen.members=4"])

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import random
 
-from agents.grpo.advantages import ALL_WRONG
-from agents.grpo.filtering import FilterConfig, PromptFilter
-from agents.grpo.greso import ZeroVarianceConfig, ZeroVarianceFilter, draw
-from agents.grpo.plan import EpochCounts, EpochPlan, _mix
+from tooluse_agents.grpo.advantages import ALL_WRONG
+from tooluse_agents.grpo.filtering import FilterConfig, PromptFilter
+from tooluse_agents.grpo.greso import ZeroVarianceConfig, ZeroVarianceFilter, draw
+from tooluse_agents.grpo.plan import EpochCounts, EpochPlan, _mix
 
 IDS = [f"p{i}" for i in range(7)]
 

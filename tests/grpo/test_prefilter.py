@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agents.grpo.cli import main
-from agents.grpo.prefilter import KeepList, kept_prompts, prefilter, read_keep_list, write_keep_list
-from agents.grpo.tasks import prompts_for
 from tests.grpo.test_trainer import _config, tiny_trainer
 from tests.grpo.tiny import pool
+from tooluse_agents.grpo.cli import main
+from tooluse_agents.grpo.prefilter import KeepList, kept_prompts, prefilter, read_keep_list, write_keep_list
+from tooluse_agents.grpo.tasks import prompts_for
 
 CHECK = Path(__file__).resolve().parents[2] / "agents" / "grpo" / "configs" / "cpu_distributed_check.yaml"
 CHECK_PROMPTS = ["add_2_3@turn1", "mul_4_5@turn1", "add_3_4@turn1"]
@@ -48,7 +48,7 @@ def test_the_command_keeps_what_the_oracle_solves_and_a_run_trains_on_it(tmp_pat
 
 
 def test_the_tiny_model_keeps_the_prompts_it_solves_at_least_once(tiny_model, tmp_path):
-    from agents.evaluate import EvalConfig, make_agent
+    from tooluse_agents.evaluate import EvalConfig, make_agent
 
     config = _config(tiny_model, tmp_path / "unused", "rollout.num_envs=8")
     agent = make_agent(EvalConfig(agent="hf", model=str(tiny_model)))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agents.base import AgentError, Generation
-from agents.grpo.rollouts import StepTokens, policy_steps
-from agents.rollout import Episode
+from tooluse_agents.base import AgentError, Generation
+from tooluse_agents.grpo.rollouts import StepTokens, policy_steps
+from tooluse_agents.rollout import Episode
 
 RECORD = {"agent": {"name": "hf"}, "task_id": "t", "seed": 0, "turns": []}
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from agents.base import SamplingConfig
-from agents.grpo.config import load_config
-from agents.grpo.rollouts import Rollout, ScriptedTurns, before_last_turn, job_seed, play_groups
-from agents.grpo.screen import ScreenConfig, passes, play_screened
-from agents.grpo.tasks import env_factory, prompts_for
-from agents.oracle import OracleAgent
 from tests.grpo.tiny import PROTOCOL, pool
+from tooluse_agents.base import SamplingConfig
+from tooluse_agents.grpo.config import load_config
+from tooluse_agents.grpo.rollouts import Rollout, ScriptedTurns, before_last_turn, job_seed, play_groups
+from tooluse_agents.grpo.screen import ScreenConfig, passes, play_screened
+from tooluse_agents.grpo.tasks import env_factory, prompts_for
+from tooluse_agents.oracle import OracleAgent
 
 REWARDS = {  # member rewards of each prompt's group of 6
     "mixed_early": [1, 0, 1, 1, 0, 0],

@@ -9,13 +9,13 @@ import pytest
 import torch
 import yaml
 
-from agents.base import SamplingConfig
-from agents.grpo.config import load_config
-from agents.grpo.rollouts import ScriptedTurns, before_last_turn, play_groups
-from agents.grpo.runlog import EVAL_KEY, METRIC_KEYS
-from agents.grpo.tasks import env_factory, prompts_for
-from agents.grpo.trainer import GRPOTrainer, RunConflict
 from tests.grpo.tiny import PROTOCOL, pool
+from tooluse_agents.base import SamplingConfig
+from tooluse_agents.grpo.config import load_config
+from tooluse_agents.grpo.rollouts import ScriptedTurns, before_last_turn, play_groups
+from tooluse_agents.grpo.runlog import EVAL_KEY, METRIC_KEYS
+from tooluse_agents.grpo.tasks import env_factory, prompts_for
+from tooluse_agents.grpo.trainer import GRPOTrainer, RunConflict
 
 
 def _config(model, run_dir, *overrides):
@@ -76,7 +76,7 @@ def test_two_steps_change_parameters_and_write_every_metric(tiny_model, tmp_path
 def test_only_generated_tokens_are_samples(tiny_model):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from agents.hf_agent import HFAgent, HFAgentConfig
+    from tooluse_agents.hf_agent import HFAgent, HFAgentConfig
 
     torch.set_num_threads(1)
     model, tokenizer = AutoModelForCausalLM.from_pretrained(tiny_model), AutoTokenizer.from_pretrained(tiny_model)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agents.grpo.batch import Sample
-from agents.grpo.policy import Policy, PolicyConfig
-from agents.grpo.update import PolicyUpdater, UpdateConfig
+from tooluse_agents.grpo.batch import Sample
+from tooluse_agents.grpo.policy import Policy, PolicyConfig
+from tooluse_agents.grpo.update import PolicyUpdater, UpdateConfig
 
 
 def _samples() -> list[Sample]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.grpo.tasks import ProtocolConfig, bfcl_pool
+from tooluse_agents.grpo.tasks import ProtocolConfig, bfcl_pool
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.task import Task
 from tooluse_gym.types import ToolCall
@@ -44,7 +44,7 @@ def build_tiny_model(folder: Path, target_prob: float = 0.4) -> Path:
     """Save the taught tiny model and the tokenizer to `folder`; returns it."""
     from transformers import AutoTokenizer
 
-    from agents.grpo.check_model import teach
+    from tooluse_agents.grpo.check_model import teach
     from tooluse_gym.models import resolve_model, tiny_llama
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))

@@ -10,7 +10,7 @@ import gymnasium as gym
 import pytest
 
 import tooluse_gym  # noqa: F401
-from agents.oracle import OracleAgent, run_episode
+from tooluse_agents.oracle import OracleAgent, run_episode
 from tooluse_gym.tasks.scenario import load_scenario_set, scenario_files
 from tooluse_gym.tools.runtime import ToolRuntime
 

@@ -9,7 +9,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import tooluse_gym
-from agents.oracle import OracleAgent, run_episode
+from tooluse_agents.oracle import OracleAgent, run_episode
 from tooluse_gym.tools.registry import get_backend, unregister_tools
 
 

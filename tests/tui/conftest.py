@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 from textual.pilot import Pilot
 
-from tui.app import ToolUseApp, TuiConfig
-from tui.runs import resolve
+from tooluse_tui.app import ToolUseApp, TuiConfig
+from tooluse_tui.runs import resolve
 
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -28,9 +28,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from agents.base import AgentError, AgentRequest, Generation, SamplingConfig, request_seed  # noqa: E402
-from agents.evaluate import EvalConfig, run_eval, select_tasks  # noqa: E402
-from agents.oracle import OracleAgent  # noqa: E402
+from tooluse_agents.base import AgentError, AgentRequest, Generation, SamplingConfig, request_seed  # noqa: E402
+from tooluse_agents.evaluate import EvalConfig, run_eval, select_tasks  # noqa: E402
+from tooluse_agents.oracle import OracleAgent  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 CATEGORIES = ("base", "miss_func", "miss_param", "long_context")

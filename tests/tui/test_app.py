@@ -7,11 +7,11 @@ import shutil
 import time
 
 from tests.tui.conftest import drive, make_app, settle, shown, wait_for
-from tui.app import main
-from tui.live import LiveScreen, MetricPanel
-from tui.replay import ReplayScreen
-from tui.table import RowTable
-from tui.transcript_view import TranscriptView
+from tooluse_tui.app import main
+from tooluse_tui.live import LiveScreen, MetricPanel
+from tooluse_tui.replay import ReplayScreen
+from tooluse_tui.table import RowTable
+from tooluse_tui.transcript_view import TranscriptView
 
 
 def _rows(app) -> list:

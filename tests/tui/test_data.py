@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from agents.evaluate import compare_runs
-from agents.records import EpisodeRecord
-from tui import plots, transcript, widgets
-from tui.data import EpisodeFilter, EpisodeStore, EpisodeSummary, JsonlFile, MetricsLog, select
-from tui.runs import TargetError, compare, load_results, resolve
+from tooluse_agents.evaluate import compare_runs
+from tooluse_agents.records import EpisodeRecord
+from tooluse_tui import plots, transcript, widgets
+from tooluse_tui.data import EpisodeFilter, EpisodeStore, EpisodeSummary, JsonlFile, MetricsLog, select
+from tooluse_tui.runs import TargetError, compare, load_results, resolve
 
 
 def _records(path):
@@ -199,8 +199,9 @@ def test_plots_scale_and_width():
 
 def test_the_tui_imports_no_model_env_or_agent_backend():
     code = (
-        "import sys, tui.app, tui.data, tui.runs\n"
-        "heavy = ['torch', 'vllm', 'transformers', 'gymnasium', 'tooluse_gym', 'agents.base', 'agents.episode']\n"
+        "import sys, tooluse_tui.app, tooluse_tui.data, tooluse_tui.runs\n"
+        "heavy = ['torch', 'vllm', 'transformers', 'gymnasium', 'tooluse_gym',"
+        " 'tooluse_agents.base', 'tooluse_agents.episode']\n"
         "print([m for m in heavy if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

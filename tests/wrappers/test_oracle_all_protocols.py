@@ -10,7 +10,7 @@ import itertools
 import gymnasium as gym
 import pytest
 
-from agents.oracle import OracleAgent, run_episode
+from tooluse_agents.oracle import OracleAgent, run_episode
 
 COMBINATIONS = list(
     itertools.product(

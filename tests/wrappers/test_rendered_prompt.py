@@ -7,8 +7,8 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 
-from agents.oracle import OracleAgent
 from tests.bfcl_reference import bfcl_persona
+from tooluse_agents.oracle import OracleAgent
 from tooluse_gym.wrappers import prefix_breaks
 from tooluse_gym.wrappers.rendered_prompt import load_tokenizer
 
