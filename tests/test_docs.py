@@ -98,6 +98,60 @@ def test_generator_tolerates_missing_results(tmp_path, monkeypatch):
     for name in ("env-speed", "rollout-schedule", "dtype-cpu", "efficiency-headline", "speed-summary"):
         assert "Not measured yet" in gen.BLOCKS[name]()
     assert "not measured yet" in gen.BLOCKS["headline"]()
+    assert "Not measured yet" in gen.BLOCKS["protocol-sensitivity"]()
+
+
+def test_protocol_sensitivity_table_reads_each_change_against_the_paper(tmp_path, monkeypatch):
+    gen = _generator()
+    import json
+    import sys
+
+    tables = sys.modules["protocol_tables"]
+    assert tables.reading(-0.07, [-0.1, -0.04], (-8.0, -6.0)) == "same direction, as large as the paper's"
+    assert tables.reading(-0.03, [-0.05, -0.01], (-8.0, -6.0)) == "same direction, smaller than the paper's"
+    assert tables.reading(0.03, [0.01, 0.05], (-15.0, -15.0)) == "opposite direction to the paper"
+    assert tables.reading(-0.03, [-0.05, 0.0], (-15.0, -15.0)) == "interval includes 0: no effect shown"
+    assert tables.reading(0.02, [0.01, 0.03], None) == "moves the score; no paper figure"
+    assert tables.reading(None, None, None) == "no paired episodes"
+    report = {
+        "curriculum": {
+            "base": {"overall": 0.4, "seed_spread": {"seeds": 5, "max_minus_min": 0.05, "std": 0.02}},
+            "changes": [
+                {
+                    "knob": "template",
+                    "value": "context",
+                    "overall": 0.3,
+                    "paired": {"diff": -0.1, "ci95": [-0.14, -0.06]},
+                },
+                {
+                    "knob": "system_prompt",
+                    "value": "Be brief.",
+                    "overall": 0.45,
+                    "paired": {"diff": 0.05, "ci95": [0.01, 0.09]},
+                },
+            ],
+        },
+        "bfcl_slice": {"overall": 0.05, "per_seed": {"0": 0.05, "1": 0.1, "2": 0.0}, "folder": "runs/ps/bfcl"},
+        "grpo_base": None,
+        "reasoning": "not testable",
+        "paper": {"seed": {"points": 3}, "reasoning": {"points": [2, 5]}},
+        "prereg": {"path": "benchmarks/preregistered/protocol_sensitivity_v1.yaml", "commit": "0123456789ab"},
+    }
+    (tmp_path / "protocol_sensitivity.json").write_text(json.dumps(report))
+    monkeypatch.setattr(sys.modules["pages_common"], "RESULTS", tmp_path)
+    lines = gen.BLOCKS["protocol-sensitivity"]().splitlines()
+    assert lines[2] == "| base (5 seeds) | 40.0 | seed spread 5.0 (max - min), std 2.0 |  | about 3 points |  |"
+    assert (
+        lines[3]
+        == "| template = context | 30.0 | -10.0 | [-14.0, -6.0] | -8/-6 | same direction, larger than the paper's |"
+    )
+    assert (
+        lines[4] == '| system_prompt = literal "Be brief." | 45.0 | +5.0 | [+1.0, +9.0] | n/a | '
+        "moves the score; no paper figure |"
+    )
+    assert lines[5] == "| reasoning history |  |  |  | 2 to 5 | not testable |"
+    assert "- BFCL slice (base protocol, BFCL's rules): 5.0% (per seed: 5.0, 10.0, 0.0; `runs/ps/bfcl`)." in lines
+    assert "GRPO-trained" not in "\n".join(lines) and "(commit 0123456)" in lines[-1]
 
 
 def test_metric_keys_match_what_the_trainer_writes():

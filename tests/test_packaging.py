@@ -1,7 +1,12 @@
-"""The installed distribution owns no generic top-level name: agents/ and tui/ install as tooluse_agents/tooluse_tui."""
+"""The installed distribution owns no generic top-level name: agents/ and tui/ install as tooluse_agents/tooluse_tui.
+
+So it installs beside the OpenAI Agents SDK (`openai-agents`, in the dev extra), whose top-level package is
+`agents` too: the last test imports both in one interpreter and runs our CLI.
+"""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -57,3 +62,22 @@ def test_the_bfcl_extra_is_what_the_export_names():
     from tooluse_agents.bfcl_export import BFCL_EVALUATOR_PACKAGES
 
     assert PYPROJECT["project"]["optional-dependencies"]["bfcl"] == list(BFCL_EVALUATOR_PACKAGES)
+
+
+def test_installs_beside_the_openai_agents_sdk(tmp_path):
+    """`agents` is the OpenAI Agents SDK's, ours are importable at the same time, and `tooluse-eval` runs."""
+    code = (
+        "import agents, tooluse_agents, tooluse_gym, tooluse_tui\n"
+        "from agents import Agent, Runner, function_tool\n"
+        "from tooluse_agents.cli import main\n"
+        "print(agents.__file__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    sdk = Path(out.stdout.strip()).resolve()
+    assert sdk.parent.name == "agents" and "site-packages" in sdk.parts, sdk
+    assert not sdk.is_relative_to(ROOT)
+    script = Path(sys.executable).parent / ("tooluse-eval.exe" if os.name == "nt" else "tooluse-eval")
+    done = subprocess.run([str(script), "--help"], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "export" in done.stdout and "sweep" in done.stdout

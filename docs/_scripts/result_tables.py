@@ -75,8 +75,25 @@ def efficiency_table(name: str) -> str:
     )
 
 
+def _efficiency_v2_row() -> list[str]:
+    """The pre-registered study's headline row: seeds run, each arm's T50 speed-up, the verdicts' status."""
+    name = "grpo_efficiency_v2.json"
+    label = "GRPO efficiency v2 (pre-registered: 3 arms x 3 seeds, fixed targets)"
+    data = _load(name)
+    if data is None:
+        return [label, "not measured yet", "", f"`benchmarks/results/{name}`"]
+    seeds, verdicts = data["seeds"], data["verdicts"]
+    done = f"seeds {', '.join(map(str, seeds['complete'])) or 'none'} of {len(seeds['preregistered'])}"
+    speed = "; ".join(
+        f"{arm} {v['geometric_mean']} to {v['target']} ({', '.join(f'{x}' for x in v['per_seed'].values())})"
+        for arm, v in verdicts["speedup"].items()
+    )
+    status = sorted({v["status"] for v in verdicts["speedup"].values()} | {verdicts["learned"]["status"]})
+    return [label, f"{done}: {speed}", ", ".join(status), f"`{name}`"]
+
+
 def headline_table() -> str:
-    rows = []
+    rows = [_efficiency_v2_row()]
     for name, label in (
         ("grpo_efficiency.json", "GRPO efficiency, 60 train tasks (headline)"),
         ("grpo_efficiency_whole_split.json", "GRPO efficiency, whole train split"),

@@ -1,23 +1,25 @@
 """`tooluse-eval export --format bfcl`: BFCL result files from a run, and BFCL's own evaluator on them.
 
-The unit tests build episodes by hand: each kind of step in each encoding, and each turn
-structure (turn-ending and undecodable messages, the held-out-function turn, force-quit, agent
-errors). The differential tests play runs (the oracle through the CLI, perturbed ground truth in
-each step encoding, and a SmolLM2 run, slow), export them, and score the files with BFCL's real
-`bfcl evaluate` (``python -m bfcl_eval evaluate``, what the ``bfcl`` script runs) in a subprocess
-whose ``BFCL_PROJECT_ROOT`` is the exported root in a temporary folder. BFCL must give every
-task the verdict (and error type) of episodes.jsonl, and every category and seed the accuracy
-of results.json. They are skipped while BFCL's evaluator cannot be imported: bfcl-eval is
-installed without its dependencies, and its model registry imports every vendor's SDK
-(`tooluse_agents.bfcl_export.BFCL_EVALUATOR_PACKAGES`).
+The unit tests build episodes by hand: each kind of step in each encoding, and each turn structure
+(turn-ending and undecodable messages, the held-out-function turn, force-quit, agent errors). The
+differential tests play runs (the oracle through the CLI, perturbed ground truth in each step
+encoding, and a SmolLM2 run, slow), export them, and score the files with BFCL's real `bfcl
+evaluate` (``python -m bfcl_eval evaluate``, what the ``bfcl`` script runs) in a subprocess whose
+``BFCL_PROJECT_ROOT`` is a temporary folder; the three perturbed runs share one call (BFCL scores
+several registered names at once) to keep the number of these slow calls down. BFCL must give every
+task the verdict (and error type) of episodes.jsonl, and every category and seed the accuracy of
+results.json. They are skipped while BFCL's evaluator dependencies are not installed (the ``bfcl``
+extra, `tooluse_agents.bfcl_export.BFCL_EVALUATOR_PACKAGES`; ``make setup`` installs it).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -316,48 +318,57 @@ def test_cli_prints_the_counts_and_the_bfcl_command(tmp_path, capsys):
 
 
 @pytest.fixture(scope="module")
-def bfcl_evaluate(tmp_path_factory):
-    """The command line of `bfcl evaluate` (its console script's module), or a skip when it cannot be imported."""
-    root = tmp_path_factory.mktemp("bfcl_import")
-    env = {**os.environ, "BFCL_PROJECT_ROOT": str(root), "PYTHONIOENCODING": "utf-8"}
-    done = subprocess.run(
-        [sys.executable, "-c", "import bfcl_eval.__main__"], env=env, capture_output=True, text=True, timeout=600
-    )
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no error output"])[-1]
+def bfcl_evaluate():
+    """The command line of `bfcl evaluate` (its console script's module), or a skip without BFCL's evaluator deps."""
+    missing = []
+    for requirement in BFCL_EVALUATOR_PACKAGES:
+        name = requirement.split("==")[0]
+        try:
+            importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(requirement)
+    if missing:
         pytest.skip(
-            f"BFCL's evaluator cannot be imported ({last}): bfcl_eval.__main__ imports eval_runner, whose model "
-            f"registry imports every vendor SDK; install {' '.join(BFCL_EVALUATOR_PACKAGES)}"
+            f"BFCL's evaluator cannot be imported without {' '.join(missing)}: bfcl_eval.__main__ imports "
+            "eval_runner, whose model registry imports every vendor SDK (pip install 'tooluse-gym[bfcl]')"
         )
     return [sys.executable, "-m", "bfcl_eval", "evaluate"]
 
 
-def run_bfcl(command, evaluate):
-    """Run one exported root's `bfcl evaluate` (as printed, with this interpreter); returns category -> scores."""
-    argv = [*evaluate, *command.argv()[2:]]
+def run_bfcl(commands, evaluate):
+    """One `bfcl evaluate` (as printed, with this interpreter) over commands sharing a project root: BFCL
+    scores several registered names in one call. Returns (model, category) -> (header, failed id -> error type)."""
+    (root,) = {c.root for c in commands}
+    categories = sorted({category for c in commands for category in c.categories})
+    assert all(c.categories == tuple(categories) for c in commands), "give every name the same categories"
+    models = ",".join(dict.fromkeys(c.target.model for c in commands))
+    argv = [*evaluate, "--model", models, "--test-category", ",".join(categories), "--partial-eval"]
     env = {k: v for k, v in os.environ.items() if k != "WANDB_BFCL_PROJECT"}
-    env.update(command.environment(), PYTHONIOENCODING="utf-8")
-    done = subprocess.run(argv, env=env, cwd=command.root, capture_output=True, text=True, timeout=900)
+    for command in commands:
+        env.update(command.environment())
+    env["PYTHONIOENCODING"] = "utf-8"
+    done = subprocess.run(argv, env=env, cwd=root, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, f"{shlex.join(argv)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     scores = {}
-    for category in command.categories:
-        path = command.score_folder() / f"BFCL_v4_{category}_score.json"
-        header, *failed = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
-        scores[category.removeprefix("multi_turn_")] = (header, {f["id"]: f["error"]["error_type"] for f in failed})
+    for command in commands:
+        for category in command.categories:
+            path = command.score_folder() / f"BFCL_v4_{category}_score.json"
+            header, *failed = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+            failed_ids = {f["id"]: f["error"]["error_type"] for f in failed}
+            scores[(command.target.model, category.removeprefix("multi_turn_"))] = (header, failed_ids)
     return scores
 
 
-def assert_bfcl_agrees(run, export, evaluate):
-    """BFCL's verdict on every exported task equals episodes.jsonl's, its accuracy results.json's; returns
-    BFCL's error type per episode (None: valid)."""
+def assert_bfcl_agrees(run, export, scores):
+    """BFCL's verdict on every exported task equals episodes.jsonl's, its accuracy results.json's; `scores`
+    maps a seed to `run_bfcl`'s answer for that seed's root. Returns BFCL's error type per episode (None: valid)."""
     records = {(r.task_id, r.seed): r for r in read_episodes(run / "episodes.jsonl")[0]}
     categories = json.loads((run / "results.json").read_text())["summary"]["categories"]
     verdicts = []
     for command in export.commands:
         seed = int(command.root.name.removeprefix("seed_"))
-        scores = run_bfcl(command, evaluate)
-        assert sorted(scores) == sorted(c.removeprefix("multi_turn_") for c in command.categories)
-        for category, (header, failed) in scores.items():
+        for category in (c.removeprefix("multi_turn_") for c in command.categories):
+            header, failed = scores[seed][(export.target.model, category)]
             written = command.root / "result" / export.target.directory / "multi_turn"
             lines = (written / f"BFCL_v4_multi_turn_{category}_result.json").read_text().splitlines()
             ids = [json.loads(x)["id"] for x in lines]
@@ -375,6 +386,11 @@ def assert_bfcl_agrees(run, export, evaluate):
     return verdicts
 
 
+def score_each_root(export, evaluate):
+    """`bfcl evaluate` on each of an export's roots: seed -> scores."""
+    return {int(c.root.name.removeprefix("seed_")): run_bfcl([c], evaluate) for c in export.commands}
+
+
 def test_oracle_run_scores_100_in_bfcl_too(tmp_path, capsys, bfcl_evaluate):
     run = tmp_path / "oracle"
     assert main(["run", "--agent", "oracle", "--limit", "2", "--out", str(run), "--no-progress"]) == 0
@@ -382,7 +398,7 @@ def test_oracle_run_scores_100_in_bfcl_too(tmp_path, capsys, bfcl_evaluate):
     printed = capsys.readouterr().out
     export = export_bfcl(run, tmp_path / "bfcl", force=True)  # the same files, with the commands as data
     assert f"  {export.commands[0].shell()}" in printed.splitlines()
-    verdicts = assert_bfcl_agrees(run, export, bfcl_evaluate)
+    verdicts = assert_bfcl_agrees(run, export, score_each_root(export, bfcl_evaluate))
     assert verdicts == [None] * 8
 
 
@@ -534,17 +550,37 @@ def perturbed_run(path, encoding, task_ids, seeds):
     return path
 
 
-@pytest.mark.parametrize(("encoding", "seeds", "limit"), [("python", (0, 1), 3), ("json", (0,), 2), ("fc", (0,), 2)])
-def test_perturbed_runs_get_the_same_verdicts_from_bfcl(encoding, seeds, limit, tmp_path, bfcl_evaluate):
-    task_ids = select_tasks(None, limit)
-    run = perturbed_run(tmp_path / "run", encoding, task_ids, seeds)
-    export = export_bfcl(run, tmp_path / "bfcl")
+PERTURBED = {"python": 3, "json": 2, "fc": 2}  # tasks per category in each encoding's run (seed 0)
+
+
+@pytest.fixture(scope="module")
+def perturbed(tmp_path_factory, bfcl_evaluate):
+    """A perturbed run in each encoding, exported, and all three scored by ONE `bfcl evaluate`: their result
+    folders (three registered names) copied into one project root. encoding -> (run, export, scores by seed)."""
+    base = tmp_path_factory.mktemp("perturbed")
+    root = base / "bfcl_root"
+    exports = {}
+    for encoding, limit in PERTURBED.items():
+        run = perturbed_run(base / encoding, encoding, select_tasks(None, limit), (0,))
+        export = export_bfcl(run, base / f"export_{encoding}")
+        (command,) = export.commands
+        shutil.copytree(command.root / "result", root / "result", dirs_exist_ok=True)
+        exports[encoding] = (run, export, dataclasses.replace(command, root=root))
+    scores = run_bfcl([command for _, _, command in exports.values()], bfcl_evaluate)
+    return {encoding: (run, export, {0: scores}) for encoding, (run, export, _) in exports.items()}
+
+
+@pytest.mark.parametrize("encoding", list(PERTURBED))
+def test_perturbed_runs_get_the_same_verdicts_from_bfcl(encoding, perturbed):
+    run, export, scores = perturbed[encoding]
     assert export.target.encoding == encoding
     assert not export.mismatches and not export.warnings
-    verdicts = assert_bfcl_agrees(run, export, bfcl_evaluate)
-    assert len(verdicts) == len(task_ids) * len(seeds)
+    verdicts = assert_bfcl_agrees(run, export, scores)
+    assert len(verdicts) == 4 * PERTURBED[encoding]  # four categories
     assert None in verdicts and INFERENCE_ERROR in verdicts
     assert any(v not in (None, INFERENCE_ERROR) for v in verdicts)  # the checker failed some
+    kinds = KINDS[encoding]
+    assert len(verdicts) >= len(kinds)  # every kind of change is in the run
 
 
 SMOL_TASKS = ("multi_turn_base_0", "multi_turn_miss_func_0", "multi_turn_miss_param_0", "multi_turn_long_context_0")
@@ -569,4 +605,5 @@ def test_smollm2_run_gets_the_same_verdicts_from_bfcl(tmp_path, bfcl_evaluate):
         agent.close()
     export = export_bfcl(tmp_path / "smol", tmp_path / "bfcl")
     assert export.target.model == "Qwen/Qwen3-8B" and not export.mismatches
-    assert len(assert_bfcl_agrees(tmp_path / "smol", export, bfcl_evaluate)) == len(SMOL_TASKS)
+    scores = score_each_root(export, bfcl_evaluate)
+    assert len(assert_bfcl_agrees(tmp_path / "smol", export, scores)) == len(SMOL_TASKS)
