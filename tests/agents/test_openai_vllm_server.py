@@ -29,6 +29,9 @@ def _free_port() -> int:
 
 
 def _serve_command() -> list[str]:
+    """`tooluse-serve`: $TOOLUSE_SERVE (a server from another venv: `make test-verifiers`), or this venv's."""
+    if os.environ.get("TOOLUSE_SERVE"):
+        return [os.environ["TOOLUSE_SERVE"]]
     script = Path(sys.executable).with_name("tooluse-serve")  # the console script, as a user runs it
     return [str(script)] if script.exists() else [sys.executable, "-m", "tooluse_agents.serve"]
 

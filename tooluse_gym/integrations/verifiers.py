@@ -116,8 +116,9 @@ class ToolUseTasksetConfig(vf.TasksetConfig):
 
     env_id: str = "ToolUse-MultiTurn-v0"
     """``ToolUse-MultiTurn-v0`` (BFCL) | ``ToolUse-Scenario-v0`` (scenario files)."""
-    category: str = "base"
-    """BFCL category: ``base`` | ``miss_func`` | ``miss_param`` | ``long_context`` | ``all``."""
+    category: str | None = None
+    """BFCL category: ``base`` | ``miss_func`` | ``miss_param`` | ``long_context`` | ``all``. Unset:
+    ``all`` when `task_ids` are given (they name their categories), else ``base``."""
     scenario_path: list[str] = Field(default_factory=list)
     """Scenario files or folders (``ToolUse-Scenario-v0``)."""
     task_ids: list[str] | None = None
@@ -362,7 +363,7 @@ def to_chat_message(message: vf.AssistantMessage) -> dict[str, Any]:
 def load_environment(
     env_id: str = "ToolUse-MultiTurn-v0",
     *,
-    category: str = "base",
+    category: str | None = None,
     scenario_path: str | Sequence[str] = (),
     task_ids: Sequence[str] | None = None,
     limit: int | None = None,
@@ -375,7 +376,8 @@ def load_environment(
 
     Args:
         env_id: ``ToolUse-MultiTurn-v0`` (BFCL) or ``ToolUse-Scenario-v0`` (scenario files).
-        category: The BFCL category (``base``, ``miss_func``, ``miss_param``, ``long_context``, ``all``).
+        category: The BFCL category (``base``, ``miss_func``, ``miss_param``, ``long_context``, ``all``);
+            unset: ``all`` when `task_ids` are given, else ``base``.
         scenario_path: Scenario files or folders, for ``ToolUse-Scenario-v0``.
         task_ids: Only these tasks.
         limit: Only the first `limit` tasks.
