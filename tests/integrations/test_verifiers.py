@@ -69,7 +69,7 @@ class Played:
 
 def play_direct(task_id: str, knobs: dict[str, Any], structured: bool) -> Played:
     """The oracle straight into the env, its actions as `OpenAIAgent` passes them (text, or a calls dict)."""
-    env = gym.make("ToolUse-MultiTurn-v0", task_ids=[task_id], **knobs)
+    env = gym.make("ToolUse-MultiTurn-v0", category="all", task_ids=[task_id], **knobs)
     obs, _ = env.reset(seed=SEED, options={"task_id": task_id})
     replies, requests = [], []
     try:
