@@ -7,14 +7,12 @@
     OUT/export.json    what was written, the self-check, the commands
 
 Each file holds one JSON line per episode, ``{"id": task_id, "result": turns}``, as `bfcl generate`
-writes them: one list per user turn played (miss_func's held-out-function turn included) of one
-entry per assistant message the env received, in order, the turn-ending message and those that
-failed to decode included, as BFCL's inference loop stores them. An episode force-quit after 20
-executing steps in a turn before the last has only the turns up to that one, which BFCL fails as
-``multi_turn:force_terminated``, as the env did. An episode that ended in an agent error is written
-as BFCL writes a failed inference, ``"Error during inference: ..."``, which BFCL scores
-``multi_turn:inference_error``: invalid, like its reward of 0. Token counts and latencies are left
-out (BFCL would price them as the proxy model's).
+writes them: per user turn played (miss_func's held-out-function turn included), every assistant
+message the env received, in order, the turn-ending one and those that failed to decode included.
+An episode force-quit after 20 executing steps in a turn before the last has only the turns up to
+that one (BFCL: ``multi_turn:force_terminated``, as the env). An agent error is written as BFCL
+writes a failed inference, ``"Error during inference: ..."`` (``multi_turn:inference_error``:
+invalid, like its reward of 0). Token counts and latencies are left out.
 
 `bfcl evaluate` scores only names in its ``MODEL_CONFIG_MAPPING`` and decodes every step with that
 name's ``handler.decode_execute``. The step encodings and the names written under:
@@ -24,25 +22,26 @@ name's ``handler.decode_execute``. The step encodings and the names written unde
 * ``json`` text, ``<tool_call>`` blocks: the same text. ``Qwen/Qwen3-8B-FC``: ``QwenFCHandler``.
 * structured ``tool_calls`` (FC): ``[{name: arguments_json}]``, one dict per call, as BFCL's OpenAI
   handlers store them; a message without structured calls is its text. ``gpt-4o-2024-11-20-FC``:
-  ``OpenAIResponsesHandler`` in FC mode, ``convert_to_function_call``. Its constructor builds an
-  OpenAI client, which wants ``OPENAI_API_KEY`` set; scoring never calls it, so the printed
-  command sets a placeholder.
+  ``OpenAIResponsesHandler`` in FC mode, ``convert_to_function_call``. Its constructor wants
+  ``OPENAI_API_KEY`` set (never used to score): the printed command sets a placeholder.
 
 Why these: their decoders are the three `tooluse_gym.tools.bfcl_decoding` reproduces (the env's
 ``decoder="bfcl"``), so BFCL reads each message as the env did; their constructors contact
 nothing (the Qwen ones build a client for a local server that is never called); no name holds
 ``_``, which BFCL maps back to ``/``. BFCL's tables label the results with the proxy's name
-("Qwen3-8B (Prompt)"). A run is ``fc`` when any step carried structured calls (the record keeps
-their ids), else its protocol's ``tool_format``.
+("Qwen3-8B (Prompt)"). A run is ``fc`` when a step carried structured calls (the record keeps their
+ids) or its ``run.json`` says ``text_replies: fc`` (`tooluse-eval run --text-replies fc`), else its
+protocol's ``tool_format``.
 
 BFCL's verdicts equal episodes.jsonl's under the BFCL env id's rules (``decoder`` bfcl,
 ``strict_tools`` and ``validate_args`` off, 20 steps per turn, terminal reward); other runs are
 exported with a warning. The self-check decodes every written step again with the eval-free copy
 of the target's decoder (`tooluse_gym.tools.bfcl_decoding`, which the parity tests compare with
 bfcl_eval's) and lists each step whose calls differ from those the env executed: a lenient run's,
-or a function-calling run's text replies that the env parsed as calls. bfcl_eval's own prompting
-decoder is not run here: it evaluates arithmetic in model text with ``eval`` (`bfcl evaluate`, a
-separate process, does). Scenario episodes, and ids BFCL lacks, are skipped and counted.
+or text replies of a function-calling run without ``--text-replies fc`` that the env parsed as
+calls. bfcl_eval's prompting decoder is not run here: it evaluates arithmetic in model text with
+``eval`` (`bfcl evaluate`, a separate process, does). Scenario episodes, and ids BFCL lacks, are
+skipped and counted.
 """
 
 from __future__ import annotations
@@ -101,9 +100,8 @@ BFCL_EVALUATOR_PACKAGES = (
     "datamodel-code-generator==0.25.7",
     "soundfile",
 )
-"""What `bfcl evaluate` imports beyond this project's dependencies (bfcl-eval is installed with
-``--no-deps``): its model registry imports every handler, and with it each vendor's SDK. Versions
-are pinned where bfcl-eval's metadata pins them."""
+"""What `bfcl evaluate` imports beyond our dependencies (bfcl-eval is installed ``--no-deps``): its
+model registry imports every handler, hence each vendor's SDK; pinned where bfcl-eval pins them."""
 
 INFERENCE_ERROR = "Error during inference: "
 """How BFCL's generator begins the ``result`` of an entry whose inference failed."""
@@ -144,12 +142,7 @@ class Target:
 
 
 TARGETS: Mapping[str, Target] = {
-    "python": Target(
-        "python",
-        "Python call lists in text",
-        "Qwen/Qwen3-8B",
-        "QwenHandler, prompting: default_decode_execute_prompting",
-    ),
+    "python": Target("python", "Python call lists in text", "Qwen/Qwen3-8B", "QwenHandler: prompting decoder"),
     "json": Target("json", "<tool_call> blocks in text", "Qwen/Qwen3-8B-FC", "QwenFCHandler: <tool_call> blocks"),
     "fc": Target(
         "fc",
@@ -168,8 +161,7 @@ class StepMismatch:
 
     Attributes:
         task_id, seed: The episode.
-        turn: The user turn.
-        step: The step's position in its turn.
+        turn, step: The user turn, and the step's position in it.
         executed: The calls the env executed.
         decoded: The calls BFCL's handler decodes from the written step (none: it drops the step).
     """
@@ -462,6 +454,15 @@ def _read_run(run: Path) -> tuple[list[EpisodeRecord], int]:
     return records, health.skipped
 
 
+def _run_setting(run: Path, key: str) -> Any:
+    """A setting from the run's ``run.json`` (None when missing or unreadable)."""
+    try:
+        config = json.loads((run / "run.json").read_text(encoding="utf-8"))
+        return config.get(key) if isinstance(config, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
 def _task_key(task_id: str) -> tuple[str, int]:
     """A BFCL id's category and index."""
     match = _BFCL_ID.fullmatch(task_id)
@@ -571,7 +572,8 @@ def export_bfcl(run: str | os.PathLike[str], out: str | os.PathLike[str], *, for
     if not episodes:
         raise ExportError(f"{run_path}: no BFCL episodes to export ({skipped} scenario episodes skipped)")
     warnings = _protocol_warnings(episodes) + _check_episodes(episodes)
-    target = TARGETS[encoding_of(episodes)]
+    fc_run = _run_setting(run_path, "text_replies") == "fc"  # text replies were FC responses with no calls
+    target = TARGETS["fc" if fc_run else encoding_of(episodes)]
     _prepare(out_path, run_path, force)
     by_seed: dict[int, list[EpisodeRecord]] = defaultdict(list)
     for record in episodes:

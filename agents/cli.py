@@ -43,6 +43,13 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     p.add_argument("--model", help="smollm2-135m, a local model folder, or a served model name")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint (openai agent)")
     p.add_argument(
+        "--text-replies",
+        choices=("decode", "fc"),
+        default="decode",
+        help="openai agent, requests that carry tools: decode: a reply without structured calls is text the env "
+        "reads calls from | fc: it is a function-calling response with no calls, as BFCL's FC handlers read it",
+    )
+    p.add_argument(
         "--scenarios", nargs="+", metavar="PATH", help="evaluate on scenario files or folders instead of BFCL"
     )
     p.add_argument(
@@ -112,6 +119,7 @@ def _config(args: argparse.Namespace, knobs: dict) -> EvalConfig:
         schedule=args.schedule,
         dtype=args.dtype,
         tensor_parallel_size=args.tensor_parallel_size,
+        text_replies=args.text_replies,
     )
 
 

@@ -69,6 +69,10 @@ class EvalConfig:
         dtype: Model dtype for local backends; ``auto`` resolves by machine (`tooluse_agents.dtypes`) and
             ``results.json`` records what it became.
         tensor_parallel_size: GPUs the vLLM engine spreads the model over (GPU only).
+        text_replies: ``openai`` agent: a reply without structured calls to a request that carried
+            ``tools`` is text for the env to decode (``decode``, default) or a function-calling
+            response with no calls, as BFCL's FC handlers read it (``fc``;
+            `tooluse_agents.openai_agent.OpenAIAgentConfig`).
     """
 
     agent: str
@@ -85,6 +89,7 @@ class EvalConfig:
     schedule: str = "auto"
     dtype: str = "auto"
     tensor_parallel_size: int = 1
+    text_replies: str = "decode"
 
     def __post_init__(self) -> None:
         if self.agent not in AGENTS:
@@ -101,6 +106,8 @@ class EvalConfig:
             raise ValueError("at least one seed is needed")
         if self.tensor_parallel_size < 1 or (self.tensor_parallel_size > 1 and self.agent != "vllm"):
             raise ValueError(f"--tensor-parallel-size {self.tensor_parallel_size}: a vllm agent's GPU count, >= 1")
+        if self.text_replies not in ("decode", "fc") or (self.text_replies != "decode" and self.agent != "openai"):
+            raise ValueError(f"--text-replies {self.text_replies}: decode, or fc with the openai agent")
 
     def to_dict(self) -> dict[str, Any]:
         """The configuration as `run.json` holds it (a run resumes only under an equal one)."""
@@ -108,6 +115,8 @@ class EvalConfig:
         data["protocol"] = dict(self.protocol)
         if data["tensor_parallel_size"] == 1:  # left out at its default: runs written before it existed resume
             del data["tensor_parallel_size"]
+        if data["text_replies"] == "decode":  # the same
+            del data["text_replies"]
         return json.loads(json.dumps(data))
 
     @property
@@ -159,7 +168,9 @@ def make_agent(config: EvalConfig) -> Agent:
         )
     from tooluse_agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
 
-    return OpenAIAgent(OpenAIAgentConfig(model=config.model, base_url=config.base_url))
+    return OpenAIAgent(
+        OpenAIAgentConfig(model=config.model, base_url=config.base_url, text_replies=config.text_replies)
+    )
 
 
 class _Progress:

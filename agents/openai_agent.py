@@ -15,6 +15,8 @@ from tooluse_gym.errors import DependencyNotInstalled
 
 _MAX_THREADS = 256  # the pool's size when `concurrency` is None; the rollout loop keeps num_envs in flight
 _HINT = 'OpenAIAgent needs openai and tenacity: pip install "tooluse-gym[openai]"'
+TEXT_REPLIES = ("decode", "fc")
+"""`OpenAIAgentConfig.text_replies`: how a text reply to a request with ``tools`` reaches the env."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,6 +33,12 @@ class OpenAIAgentConfig:
         backoff_max_s: Longest single wait.
         concurrency: Most requests in flight at once (None: as many as the rollout loop has,
             i.e. its ``num_envs``, one per episode).
+        text_replies: What a reply without structured ``tool_calls`` is when the request carried
+            ``tools`` (function-calling mode). ``decode`` (default): its text goes to the env, which
+            reads calls in it in the protocol's tool format, as from a prompting-mode model.
+            ``fc``: it is a function-calling response with no calls, as BFCL's FC handlers read
+            one: under the env's ``bfcl`` decoder nothing is executed and the turn ends (the
+            ``lenient`` decoder still reads the text). Requests without ``tools`` are unaffected.
     """
 
     model: str
@@ -41,6 +49,11 @@ class OpenAIAgentConfig:
     backoff_s: float = 0.5
     backoff_max_s: float = 20.0
     concurrency: int | None = None
+    text_replies: str = "decode"
+
+    def __post_init__(self) -> None:
+        if self.text_replies not in TEXT_REPLIES:
+            raise ValueError(f"text_replies must be one of {', '.join(TEXT_REPLIES)}, got {self.text_replies!r}")
 
 
 class OpenAIAgent:
@@ -123,7 +136,8 @@ class OpenAIAgent:
             response = self._create(**kwargs)
         except Exception as e:
             return Generation(latency_s=time.perf_counter() - start, error=self._error(e))
-        return _generation(response, time.perf_counter() - start)
+        fc_text = "tools" in kwargs and self.config.text_replies == "fc"
+        return _generation(response, time.perf_counter() - start, fc_text=fc_text)
 
     def _error(self, e: Exception) -> AgentError:
         openai = self._openai
@@ -185,11 +199,14 @@ def _arguments(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _generation(response: Any, latency: float) -> Generation:
+def _generation(response: Any, latency: float, *, fc_text: bool = False) -> Generation:
+    """The response as a `Generation`; with `fc_text`, a reply without calls is an FC response with none."""
     choice = response.choices[0]
     message = choice.message
-    action = None
-    if message.tool_calls:
+    action: dict[str, Any] | None = None
+    if fc_text and not message.tool_calls:
+        action = {"content": message.content or "", "tool_calls": []}
+    elif message.tool_calls:
         action = {
             "content": message.content or "",
             "tool_calls": [

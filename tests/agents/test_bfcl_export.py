@@ -287,6 +287,19 @@ def test_export_keeps_what_out_holds_unless_forced(tmp_path):
     assert not (out / "notes.txt").exists() and (out / "seed_0").is_dir()
 
 
+def test_a_run_with_fc_text_replies_is_exported_as_function_calling(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    # The env executed nothing for the text (an FC response without calls): BFCL's FC handler agrees,
+    # its prompting handler would not.
+    append(run, record([step("[cd(folder='docs')]"), step("Done.", index=1)]))
+    assert export_bfcl(run, tmp_path / "as_text").target.encoding == "python"
+    assert len(export_bfcl(run, tmp_path / "as_text", force=True).mismatches) == 1
+    (run / "run.json").write_text(json.dumps({"agent": "openai", "text_replies": "fc"}))
+    export = export_bfcl(run, tmp_path / "as_fc")
+    assert export.target.encoding == "fc" and not export.mismatches
+
+
 def test_export_warns_when_the_run_played_by_other_rules(tmp_path):
     run = oracle_run(tmp_path / "run", task_ids=TASKS[:1], seeds=(0,), decoder="lenient", max_steps_per_turn=5)
     export = export_bfcl(run, tmp_path / "out")

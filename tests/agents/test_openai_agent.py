@@ -26,9 +26,10 @@ OK_BODY = {
 class FaultyServer:
     """Answers POST /v1/chat/completions following a script: 429, 500, 400, 'hang', or 'ok'."""
 
-    def __init__(self, script, default="ok"):
+    def __init__(self, script, default="ok", body=OK_BODY):
         self.script = list(script)
         self.default = default
+        self.body = body
         self.requests: list[dict] = []
         server = self
 
@@ -43,7 +44,10 @@ class FaultyServer:
                 if action == "hang":
                     time.sleep(1.5)
                     action = "ok"
-                status, payload = (200, OK_BODY) if action == "ok" else (int(action), {"error": {"message": action}})
+                if action == "ok":
+                    status, payload = 200, server.body
+                else:
+                    status, payload = int(action), {"error": {"message": action}}
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
@@ -68,8 +72,8 @@ class FaultyServer:
 def server_factory():
     servers = []
 
-    def make(script, default="ok"):
-        servers.append(FaultyServer(script, default))
+    def make(script, default="ok", body=OK_BODY):
+        servers.append(FaultyServer(script, default, body))
         return servers[-1]
 
     yield make
@@ -119,6 +123,50 @@ def test_failures_are_recorded_on_episodes(server_factory, tmp_path):
     assert results["summary"]["agent_errors"] == {"server_error": 1}
     record = json.loads((tmp_path / "run" / "episodes.jsonl").read_text())
     assert record["error"]["type"] == "server_error" and record["reward"] == 0.0
+
+
+CALL_TEXT = "[cd(folder='document')]"
+CALL_TEXT_BODY = {
+    **OK_BODY,
+    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": CALL_TEXT}}],
+}
+CD_TOOL = {"type": "function", "function": {"name": "cd", "parameters": {"type": "object", "properties": {}}}}
+
+
+@pytest.mark.parametrize(
+    ("text_replies", "tools", "fc"), [("decode", True, False), ("fc", True, True), ("fc", False, False)]
+)
+def test_text_replies_to_requests_with_tools(server_factory, text_replies, tools, fc):
+    server = server_factory([], body=CALL_TEXT_BODY)
+    agent = OpenAIAgent(OpenAIAgentConfig(model="m", base_url=server.url, text_replies=text_replies))
+    observation = {"messages": [{"role": "user", "content": "hi"}], "tools": [CD_TOOL] if tools else []}
+    (gen,) = agent.generate([AgentRequest(observation=observation, seed=0)], SamplingConfig())
+    assert ("tools" in server.requests[0]) is tools
+    assert gen.action == ({"content": CALL_TEXT, "tool_calls": []} if fc else CALL_TEXT)
+
+
+def test_text_replies_must_be_known():
+    with pytest.raises(ValueError, match="text_replies"):
+        OpenAIAgentConfig(model="m", text_replies="end_turn")
+    with pytest.raises(ValueError, match="text-replies"):
+        EvalConfig(agent="vllm", model="m", text_replies="fc")
+    assert "text_replies" not in EvalConfig(agent="openai", model="m").to_dict()  # older run.json files resume
+    assert EvalConfig(agent="openai", model="m", text_replies="fc").to_dict()["text_replies"] == "fc"
+
+
+def test_bfcl_env_executes_a_text_reply_but_not_an_fc_response_without_calls():
+    import gymnasium as gym
+
+    import tooluse_gym  # noqa: F401
+
+    executed = {}
+    for name, action in (("text", CALL_TEXT), ("fc", {"content": CALL_TEXT, "tool_calls": []})):
+        env = gym.make("ToolUse-MultiTurn-v0", category="base", system_prompt="none")
+        env.reset(seed=0, options={"task_id": "multi_turn_base_0"})
+        _, _, _, _, info = env.step(action)
+        executed[name] = ("step" in info, "turn_verdict" in info)
+        env.close()
+    assert executed == {"text": (True, False), "fc": (False, True)}  # BFCL's FC handlers end the turn on text
 
 
 def test_message_conversion():
