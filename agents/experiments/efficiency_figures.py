@@ -60,7 +60,7 @@ def plot(report: Mapping[str, Any], path: Path) -> None:
     by_time.set_xlabel("training time (min; rollout + update + sync)")
     by_step.set_xlabel("training step")
     if by_time.get_legend_handles_labels()[0]:
-        by_time.legend(frameon=False, fontsize=7, ncol=2)
+        by_time.legend(frameon=False, fontsize=7, ncol=2, handlelength=3.5)
     verdict = report["verdicts"]["speedup"]
     title = "; ".join(f"{arm}: {v['geometric_mean']} ({v['status']})" for arm, v in verdict.items())
     fig.suptitle(f"speed-up to {targets['primary']} (geometric mean over seeds): {title}", fontsize=10)
