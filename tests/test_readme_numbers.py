@@ -1,4 +1,4 @@
-"""The README's speed table shows what `benchmarks/results/env_throughput.json` holds, as rounded there."""
+"""The env-speed table (results page) and the README's speed line show what `env_throughput.json` holds."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ _ROW = re.compile(
 )
 
 
-def _speed_section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("\n## Speed\n")
+def _speed_section(page: str = "docs/results.md", heading: str = "## Env speed against bfcl_eval") -> str:
+    text = (ROOT / page).read_text(encoding="utf-8")
+    start = text.index(f"\n{heading}\n")
     end = text.find("\n## ", start + 1)
     return text[start : end if end >= 0 else len(text)]
 
@@ -67,3 +67,15 @@ def test_speed_section_names_the_machine_and_the_run():
     assert f"{result['episodes']} ground-truth episodes" in section
     for row in result["decoders"].values():
         assert row["valid"] == {"official": 800, "first_play": 800, "repeat_play": 800}
+
+
+def test_readme_speed_line_equals_the_benchmark_results():
+    result = json.loads(RESULTS.read_text(encoding="utf-8"))
+    section = _speed_section("README.md", "## Speed")
+    line = next(line for line in section.splitlines() if line.startswith("- Env speed against bfcl_eval"))
+    official = {r["official_ms"] for r in result["decoders"].values()}
+    assert len(official) == 1
+    assert f"({official.pop():.2f} ms an episode" in line
+    for name, d in result["decoders"].items():
+        first, repeat = d["first_play_ratio"], d["repeat_play_ratio"]
+        assert f"`{name}` decoder {first:.2f}× first play / {repeat:.2f}× repeat play" in line

@@ -256,8 +256,21 @@ def known_issues_table() -> str:
 
 
 def speed_summary() -> str:
-    """One line per rollout measurement, for the README (the tables are on the results page)."""
+    """One line per speed measurement, for the README (the tables are on the results page)."""
     lines = []
+    env = _load("env_throughput.json")
+    if env is None:
+        lines.append("- Env speed against bfcl_eval: " + _not_measured("env_throughput.json", "make bench").strip())
+    else:
+        official = next(iter(env["decoders"].values()))["official_ms"]
+        parts = [
+            f"`{name}` decoder {d['first_play_ratio']:.2f}× first play / {d['repeat_play_ratio']:.2f}× repeat play"
+            for name, d in env["decoders"].items()
+        ]
+        lines.append(
+            f"- Env speed against bfcl_eval's executor + `multi_turn_checker` ({official:.2f} ms an episode, same "
+            f"process, all {env['episodes']} ground-truth episodes): {', '.join(parts)} (`env_throughput.json`)."
+        )
     schedule = _load("rollout_schedule.json")
     if schedule is None:
         lines.append(
