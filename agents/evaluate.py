@@ -28,7 +28,7 @@ from tooluse_agents.results import (
     format_table,
     summarize,
 )
-from tooluse_agents.rollout import Episode, RolloutJob, resolve_schedule, run_rollouts
+from tooluse_agents.rollout import Episode, RolloutJob, base_env, resolve_schedule, run_rollouts
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl, evenly_spaced
@@ -156,6 +156,7 @@ def make_agent(config: EvalConfig) -> Agent:
         from tooluse_agents.oracle import OracleAgent
 
         return OracleAgent()
+    assert config.model is not None  # EvalConfig requires a model for every other agent
     if config.agent == "hf":
         from tooluse_agents.hf_agent import HFAgent, HFAgentConfig
 
@@ -235,9 +236,9 @@ def run_eval(
     def make_env() -> gym.Env:
         return gym.make(config.env_id, task_ids=task_ids, **config.env_kwargs(), **config.protocol)
 
-    card = ProtocolCard.from_dict({**make_env().unwrapped.protocol.to_dict(), "seed": None})
+    card = ProtocolCard.from_dict({**base_env(make_env()).protocol.to_dict(), "seed": None})
     for e in done:
-        if ProtocolCard.from_dict(e.protocol).differences(card):
+        if ProtocolCard.from_dict(dict(e.protocol)).differences(card):
             raise RunConflict(f"{episodes_path} holds episodes of another protocol; use another --out or --force")
     schedule = _previous_schedule(out / "results.json")
     if jobs:

@@ -74,7 +74,8 @@ class HFAgent:
         from tooluse_agents.dtypes import resolve_dtype
 
         self.dtype = resolve_dtype(self.config.dtype, device)
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, self.dtype)).to(device)
+        # transformers wraps `to` in functools.wraps(nn.Module.to), which mypy reads as an unbound function.
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, self.dtype)).to(device)  # type: ignore[arg-type]
         self.model.eval()
         self.device = device
         self.max_context = self.config.max_context or int(getattr(self.model.config, "max_position_embeddings", 4096))
@@ -140,6 +141,7 @@ class HFAgent:
         finish = "stop" if end is not None else "length"
         kept = ids[: end + 1] if end is not None else ids
         text = self.tokenizer.decode(kept, skip_special_tokens=True)
+        assert isinstance(text, str)  # one sequence decodes to one string
         return Generation(
             text=text,
             prompt_tokens=len(prompt_ids),

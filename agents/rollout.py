@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,7 @@ from tooluse_agents.base import (
     request_seed,
 )
 from tooluse_agents.episode import StepCost, episode_record
+from tooluse_gym.envs.tool_env import ToolUseEnv
 
 SCHEDULES = ("auto", "async", "lockstep")
 
@@ -64,9 +65,18 @@ class RolloutJob:
     seed: int
 
 
+def base_env(env: gym.Env) -> ToolUseEnv:
+    """The `ToolUseEnv` under an env's wrappers (`TypeError` for any other env)."""
+    base = env.unwrapped
+    if not isinstance(base, ToolUseEnv):
+        raise TypeError(f"expected a tooluse-gym env, got {type(base).__name__}")
+    return base
+
+
 def request_for(env: gym.Env, observation: dict[str, Any], seed: int) -> AgentRequest:
     """The agent request for an env's current position (the run seed becomes a per-request seed)."""
-    base = env.unwrapped
+    base = base_env(env)
+    assert base.task is not None, "the env has not been reset"
     return AgentRequest(
         observation=observation,
         seed=request_seed(seed, base.task.task_id, base.turn, base.steps_in_turn),
@@ -134,7 +144,7 @@ def run_rollouts(
 
     def finish(slot: _Slot, error: AgentError | None = None) -> None:
         assert slot.job is not None
-        base = slot.env.unwrapped
+        base = base_env(slot.env)
         record = episode_record(
             base,
             protocol=slot.protocol,
@@ -162,6 +172,7 @@ def run_rollouts(
         start(slot)
     try:
         if use_async:
+            assert isinstance(agent, StreamingAgent)  # resolve_schedule checked
             _play_async(slots, agent, sampling, finish, on_batch)
         else:
             _play_lockstep(slots, agent, sampling, finish, on_batch)
@@ -171,9 +182,15 @@ def run_rollouts(
     return episodes
 
 
+def _request(slot: _Slot) -> AgentRequest:
+    """The request for a slot's episode in play (its job is set, its env reset)."""
+    assert slot.job is not None and slot.observation is not None
+    return request_for(slot.env, slot.observation, slot.job.seed)
+
+
 def _play_lockstep(slots, agent, sampling, finish, on_batch) -> None:
     while active := [s for s in slots if s.job is not None]:
-        requests = [request_for(s.env, s.observation, s.job.seed) for s in active]
+        requests = [_request(s) for s in active]
         generations = _generate(agent, requests, sampling)
         if on_batch is not None:
             on_batch(generations)
@@ -183,11 +200,11 @@ def _play_lockstep(slots, agent, sampling, finish, on_batch) -> None:
 
 def _play_async(slots: list[_Slot], agent: StreamingAgent, sampling, finish, on_batch) -> None:
     """Each slot has at most one request in flight; a finished one is stepped and its next one submitted."""
-    in_flight: dict[int, _Slot] = {}
+    in_flight: dict[Hashable, _Slot] = {}
 
     def submit(ready: list[_Slot]) -> None:
         while ready:
-            items = [(id(s), request_for(s.env, s.observation, s.job.seed)) for s in ready]
+            items: list[tuple[Hashable, AgentRequest]] = [(id(s), _request(s)) for s in ready]
             try:
                 agent.submit(items, sampling)
             except Exception as e:  # a backend that raises fails these requests as data, as in lockstep

@@ -125,7 +125,8 @@ def build_examples(config: SFTConfig, tokenizer: Any) -> list[Example]:
                 prompt = tokenizer(chat_prompt(tokenizer, observation), add_special_tokens=False)["input_ids"]
                 completion = tokenizer(message, add_special_tokens=False)["input_ids"] + end
                 examples.append(Example(task.task_id, step, tuple(prompt), tuple(completion)))
-                observation, reward, terminated, truncated, _ = env.step(message)
+                observation, step_reward, terminated, truncated, _ = env.step(message)
+                reward = float(step_reward)
                 step, done = step + 1, terminated or truncated
             if reward != 1.0:
                 raise RuntimeError(f"the ground truth of {task.task_id} does not replay to reward 1.0")

@@ -8,10 +8,14 @@ import os
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tooluse_agents.base import AgentError, AgentRequest, Generation, SamplingConfig, chat_prompt
 from tooluse_gym.errors import DependencyNotInstalled
+
+if TYPE_CHECKING:
+    from vllm import LLM
+    from vllm.inputs import TokensPrompt
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,8 +118,9 @@ class VLLMAgent:
             engine["tensor_parallel_size"] = self.config.tensor_parallel_size
         if self.config.external_launcher:
             engine["distributed_executor_backend"] = "external_launcher"
-        self.llm = LLM(**engine)
-        self.tokenizer = self.llm.get_tokenizer()
+        llm = LLM(**engine)
+        self.llm: LLM | None = llm  # None once closed
+        self.tokenizer = llm.get_tokenizer()
         from vllm.sampling_params import RequestOutputKind
 
         self._final_only = RequestOutputKind.FINAL_ONLY
@@ -149,7 +154,9 @@ class VLLMAgent:
                 error = AgentError("context_length_exceeded", message)
                 self._done.append((key, Generation(prompt_tokens=len(ids), error=error)))
                 continue
-            ready.append((key, request, {"prompt_token_ids": ids}))
+            # vLLM imports NotRequired from typing (3.11+): checked as 3.10, its optional keys read as required.
+            prompt: TokensPrompt = {"prompt_token_ids": ids}  # type: ignore[typeddict-item]
+            ready.append((key, request, prompt))
         if not self._pending and len(ready) > 1:  # nothing in flight: a warm-up cannot swallow other outputs
             self._warm([p for _, _, p in ready], [r for _, r, _ in ready])
         now = time.perf_counter()
@@ -163,13 +170,13 @@ class VLLMAgent:
                 output_kind=self._final_only,
             )
             request_id = f"r{next(self._ids)}"
-            self.llm.llm_engine.add_request(request_id, prompt, params)
+            self._live().llm_engine.add_request(request_id, prompt, params)
             self._pending[request_id] = (key, now)
 
     def collect(self) -> list[tuple[Hashable, Generation]]:
         """Step the engine until at least one request finishes; returns every finished one."""
         done, self._done = self._done, []
-        engine = self.llm.llm_engine
+        engine = self._live().llm_engine
         while not done and self._pending:
             self.stats["engine_steps"] += 1
             self.stats["in_flight_sum"] += len(self._pending)
@@ -186,18 +193,22 @@ class VLLMAgent:
                     done.append((key, _generation(output, time.perf_counter() - started)))
         return done
 
-    def _warm(self, prompts: list[dict[str, Any]], requests: Sequence[AgentRequest]) -> None:
+    def _warm(self, prompts: list[TokensPrompt], requests: Sequence[AgentRequest]) -> None:
         """Prefill one prompt per distinct system message when several prompts share one."""
         if not (self.config.warm_prefixes and self.config.prefix_caching) or len(prompts) < 2:
             return
-        first: dict[str, dict[str, Any]] = {}
+        first: dict[str, TokensPrompt] = {}
         for prompt, request in zip(prompts, requests, strict=True):
             messages = request.observation.get("messages") or [{}]
             key = messages[0].get("content") if messages[0].get("role") == "system" else None
             first.setdefault(key if isinstance(key, str) else str(id(prompt)), prompt)
         if len(first) < len(prompts):
             warm = self._sampling_params(temperature=0.0, max_tokens=1)
-            self.llm.generate(list(first.values()), [warm] * len(first), use_tqdm=False)
+            self._live().generate(list(first.values()), [warm] * len(first), use_tqdm=False)
+
+    def _live(self) -> LLM:
+        assert self.llm is not None, "the agent is closed"
+        return self.llm
 
     def close(self) -> None:
         """Drop the engine."""

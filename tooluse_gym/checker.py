@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from tooluse_gym.tasks.task import Task
 from tooluse_gym.tools.runtime import ToolRuntime
@@ -94,6 +94,14 @@ class TruthTurn:
     state: Mapping[str, Mapping[str, Any]] | None
 
 
+class TruthTurns(Protocol):
+    """The ground truth of a task's turns, read by index: `play_ground_truth`'s tuple or a `LiveTruth`."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, turn: int, /) -> TruthTurn: ...
+
+
 def play_ground_truth(task: Task, runtime: ToolRuntime) -> tuple[TruthTurn, ...]:
     """Execute the task's ground truth on a fresh `runtime`, turn by turn."""
     turns = []
@@ -140,7 +148,7 @@ class EpisodeChecker:
             `LiveTruth` for this episode alone.
     """
 
-    def __init__(self, task: Task, truth: Sequence[TruthTurn]):
+    def __init__(self, task: Task, truth: TruthTurns):
         if len(truth) != task.num_turns:
             raise ValueError(f"truth replay has {len(truth)} turns, task {task.task_id} has {task.num_turns}")
         self.task = task
@@ -161,7 +169,7 @@ class EpisodeChecker:
         elif steps == 0:
             verdict = TurnVerdict(turn, True, False, EMPTY_TURN, f"no tool call in turn {turn}")
         else:
-            verdict = self._compare(turn, model, truth)
+            verdict = self._compare(turn, model, truth.state, truth.results)
         self._verdicts.append(verdict)
         return verdict
 
@@ -183,8 +191,10 @@ class EpisodeChecker:
                 return CheckResult(False, v.error_type, v.message, tuple(self._verdicts))
         return CheckResult(True, None, None, tuple(self._verdicts))
 
-    def _compare(self, turn: int, model: ToolRuntime, truth: TruthTurn) -> TurnVerdict:
-        model_state, truth_state = model.state(), truth.state
+    def _compare(
+        self, turn: int, model: ToolRuntime, truth_state: Mapping[str, Mapping[str, Any]], truth_results: Sequence[str]
+    ) -> TurnVerdict:
+        model_state = model.state()
         for backend in self.task.backends:
             diff = {
                 attr: state_diff(model_state[backend].get(attr), value)
@@ -200,7 +210,7 @@ class EpisodeChecker:
                     f"{backend} state differs from the ground truth after turn {turn}",
                     state_diff={backend: diff},
                 )
-        missing = _missing(truth.results, self._model_results)
+        missing = _missing(truth_results, self._model_results)
         if missing:
             return TurnVerdict(
                 turn,

@@ -105,7 +105,8 @@ def _convert_smollm2(target: Path) -> None:
     )
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    model.hf_quantizer = None
+    # Module.__setattr__ is typed for tensors and modules only; at run time it takes any value.
+    model.hf_quantizer = None  # type: ignore[assignment]
     scratch = Path(tempfile.mkdtemp(prefix=".smollm2-", dir=target.parent))
     try:
         model.save_pretrained(scratch)

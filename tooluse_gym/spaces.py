@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import multiprocessing
 import pickle
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -65,7 +65,7 @@ class ChatText(Space[str]):
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ChatText) and other.max_length == self.max_length
 
-    def to_jsonable(self, sample_n: Sequence[str]) -> list[str]:
+    def to_jsonable(self, sample_n: Iterable[str]) -> list[str]:
         """The samples as a list (strings are already JSON)."""
         return list(sample_n)
 
@@ -298,8 +298,9 @@ def _register_vector_support() -> None:
         batch_differing_spaces.register(cls, batch_differing)
         concatenate.register(cls, concat)
         create_empty_array.register(cls, empty)
-        create_shared_memory.register(cls, create_shared)
-        read_from_shared_memory.register(cls, read_shared)
+        # Gymnasium types these two by the buffers of its own spaces; ours are slots of pickled objects.
+        create_shared_memory.register(cls, create_shared)  # type: ignore[arg-type]
+        read_from_shared_memory.register(cls, read_shared)  # type: ignore[arg-type]
         write_to_shared_memory.register(cls, write_shared)
 
 

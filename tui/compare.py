@@ -202,7 +202,7 @@ class CompareScreen(EpisodeHost, Screen[None]):
         mine = [s for s in store.summaries if s.task_id == d.task_id]
         pick = next((s for s in mine if s.failed == (mean < 0.5)), mine[0] if mine else None)
         record = store.record(pick.line) if pick is not None else None
-        if record is None:
+        if pick is None or record is None:
             self.notify(f"no readable episode of {d.task_id} in run {'AB'[run]}", severity="error", markup=False)
             return
         self.open_episode(record, f"run {'AB'[run]} {self.names[run]} line {pick.line + 1}")

@@ -25,7 +25,7 @@ from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widgets import Static
 
-from tooluse_agents.records import EpisodeRecord
+from tooluse_agents.records import EpisodeRecord, TurnEntry
 from tooluse_tui import transcript as tx
 from tooluse_tui.widgets import KeyBar
 
@@ -54,6 +54,18 @@ def _piece(kind: str, text: Text, current: bool) -> RenderableType:
     return Padding(text, (0, 0, 0, 1))
 
 
+def _draw_user(turn: TurnEntry) -> Draw:
+    return lambda r, f: tx.user_text(turn)
+
+
+def _draw_step(frame: tx.Frame) -> Draw:
+    return lambda r, f: tx.step_text(frame, show_reasoning=r, show_full=f)
+
+
+def _draw_verdict(turn: TurnEntry) -> Draw:
+    return lambda r, f: tx.verdict_text(turn, show_full=f)
+
+
 def layout(record: EpisodeRecord, frames: list[tx.Frame]) -> list[tuple[int, str, Draw]]:
     """(frame that reveals it, kind, draw) for every piece of an episode's transcript, in order."""
     last_frame = max(len(frames) - 1, 0)
@@ -63,10 +75,10 @@ def layout(record: EpisodeRecord, frames: list[tx.Frame]) -> list[tuple[int, str
         mine = [f for f in frames if f.turn == turn.turn]
         first = mine[0].index if mine else previous
         last = mine[-1].index if mine else previous
-        pieces.append((first, "user", lambda r, f, turn=turn: tx.user_text(turn)))
+        pieces.append((first, "user", _draw_user(turn)))
         for frame in mine:
-            pieces.append((frame.index, "step", lambda r, f, fr=frame: tx.step_text(fr, show_reasoning=r, show_full=f)))
-        pieces.append((last, "verdict", lambda r, f, turn=turn: tx.verdict_text(turn, show_full=f)))
+            pieces.append((frame.index, "step", _draw_step(frame)))
+        pieces.append((last, "verdict", _draw_verdict(turn)))
         previous = last
     pieces.append((last_frame, "ending", lambda r, f: tx.ending_text(record)))
     return pieces

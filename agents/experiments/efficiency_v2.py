@@ -54,7 +54,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import yaml
 
@@ -75,7 +75,17 @@ RUNS = Path("runs/grpo-efficiency-v2")
 RESULTS = Path("benchmarks/results/grpo_efficiency_v2")
 REPORT = Path("benchmarks/results/grpo_efficiency_v2.json")
 PLOT = Path("docs/grpo-efficiency-v2.png")
-SHORT = {"budget_s": 45.0, "eval_every_s": 15.0, "start_model": "smollm2-135m"}
+
+
+class ShortDefaults(TypedDict):
+    """What ``--short`` runs with unless its flags say otherwise."""
+
+    budget_s: float
+    eval_every_s: float
+    start_model: str
+
+
+SHORT: ShortDefaults = {"budget_s": 45.0, "eval_every_s": 15.0, "start_model": "smollm2-135m"}
 SHORT_OVERRIDES = (
     "tasks.category=literal",
     "heldout.category=literal",

@@ -29,6 +29,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch as th
+from gymnasium import spaces
 from stable_baselines3 import DQN, PPO
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.dqn.policies import DQNPolicy
@@ -37,6 +38,7 @@ from torch import nn
 import tooluse_gym  # noqa: F401  (registers the env ids)
 from tooluse_agents.episode import EpisodeWriter, episode_record
 from tooluse_agents.results import format_table, summarize
+from tooluse_gym.integrations.chat_episode import task_ids_of
 from tooluse_gym.wrappers.candidates import CandidateActions, CandidateConfig
 from tooluse_gym.wrappers.features import CANDIDATE_FEATURES, CONTEXT_FEATURES
 
@@ -86,15 +88,22 @@ class CandidatePPOPolicy(ActorCriticPolicy):
     """Actor-critic whose action logits are the candidate scores (no slot-specific output layer)."""
 
     def _build_mlp_extractor(self) -> None:
-        self.mlp_extractor = _ScorerAndCritic(self.features_dim, int(self.action_space.n))
+        assert isinstance(self.action_space, spaces.Discrete)
+        # SB3 annotates MlpExtractor, but takes any module with its latent dims and forward_actor/critic
+        # (its custom-policy guide assigns a plain nn.Module here).
+        self.mlp_extractor = _ScorerAndCritic(self.features_dim, int(self.action_space.n))  # type: ignore[assignment]
 
     def _build(self, lr_schedule: Callable[[float], float]) -> None:
         super()._build(lr_schedule)
         self.action_net = nn.Identity()
-        last = self.mlp_extractor.policy_net.net[-1]
+        extractor: nn.Module = self.mlp_extractor
+        assert isinstance(extractor, _ScorerAndCritic)
+        last = extractor.policy_net.net[-1]
+        assert isinstance(last, nn.Linear)
         nn.init.orthogonal_(last.weight, gain=0.01)  # near-uniform initial policy
         nn.init.zeros_(last.bias)
-        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+        # torch types Optimizer.__init__ without lr; SB3's own _build ignores the same error.
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
 
 
 class CandidateDQNPolicy(DQNPolicy):
@@ -181,9 +190,10 @@ def train_model(algorithm: str, env: gym.Env, timesteps: int, seed: int) -> Any:
     """Train PPO or DQN (`SETTINGS`) with the candidate-scoring policies."""
     if algorithm not in SETTINGS:
         raise ValueError(f"cannot train {algorithm!r}")
-    algo, policy = (PPO, CandidatePPOPolicy) if algorithm == "ppo" else (DQN, CandidateDQNPolicy)
-    model = algo(policy, env, seed=seed, device="cpu", **SETTINGS[algorithm])
-    return model.learn(total_timesteps=timesteps)
+    settings = SETTINGS[algorithm]
+    if algorithm == "ppo":
+        return PPO(CandidatePPOPolicy, env, seed=seed, device="cpu", **settings).learn(total_timesteps=timesteps)
+    return DQN(CandidateDQNPolicy, env, seed=seed, device="cpu", **settings).learn(total_timesteps=timesteps)
 
 
 Policy = Callable[[np.ndarray], int]
@@ -226,7 +236,7 @@ def evaluate_algorithm(config: BaselineConfig, algorithm: str, out: Path, log: C
     folder = out / algorithm
     folder.mkdir(parents=True, exist_ok=True)
     heldout = make_candidate_env(config.heldout, config.candidates(), tool_format=config.tool_format)
-    task_ids = [t.task_id for t in heldout.unwrapped.tasks]
+    task_ids = task_ids_of(heldout)
     records, train_s = [], []
     for seed in config.seeds:
         agent: dict[str, Any] = {"name": algorithm, "seed": seed}

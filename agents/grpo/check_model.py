@@ -60,8 +60,9 @@ def build(folder: str | Path, scenarios: str | Path = CHECK_SCENARIOS, target: f
     # step 0 closes the greeting turn; step 1 is the call that GRPO's next-turn prompt asks for
     everything = build_examples(config, tokenizer)
     examples = [e for e in everything if e.step == 1]
+    texts = [tokenizer.decode(list(e.completion_ids)) for e in examples]
     if len(examples) != len({e.task_id for e in everything}) or not all(
-        tokenizer.decode(e.completion_ids).startswith("[") for e in examples
+        isinstance(t, str) and t.startswith("[") for t in texts
     ):
         raise ValueError(f"{scenarios}: every task needs a greeting turn, then a turn with one call")
     model = tiny_llama(tokenizer)

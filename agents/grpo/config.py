@@ -301,7 +301,7 @@ def _convert(hint: Any, value: Any) -> Any:
     if origin in (typing.Union, types.UnionType):
         options = [a for a in typing.get_args(hint) if a is not type(None)]
         return _convert(options[0], value) if len(options) == 1 else value
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return from_dict(hint, value)
     if origin is tuple and isinstance(value, Sequence) and not isinstance(value, str):
         return tuple(value)

@@ -27,9 +27,12 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import torch
+
+if TYPE_CHECKING:
+    from torch.distributed.checkpoint.state_dict import OptimizerStateType, ValueType
 
 T = TypeVar("T")
 
@@ -191,12 +194,19 @@ def save_sharded(model: torch.nn.Module, optimizer: torch.optim.Optimizer, folde
     dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=str(folder))
 
 
+class _ShardedState(TypedDict):
+    """What `save_sharded` writes and `load_sharded` reads back (`torch.distributed.checkpoint` state)."""
+
+    model: dict[str, ValueType]
+    optimizer: OptimizerStateType
+
+
 def load_sharded(model: torch.nn.Module, optimizer: torch.optim.Optimizer, folder: Path) -> None:
     """Load what `save_sharded` wrote (on as many ranks) into the sharded model and optimizer."""
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
     model_state, optimizer_state = get_state_dict(model, optimizer)
-    state = {"model": model_state, "optimizer": optimizer_state}
+    state: _ShardedState = {"model": model_state, "optimizer": optimizer_state}
     dcp.load(state, checkpoint_id=str(folder))
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])

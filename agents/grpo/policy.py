@@ -75,7 +75,8 @@ class Policy:
         tokenizer = AutoTokenizer.from_pretrained(path)
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, config.dtype)).to(device)
+        # transformers wraps `to` in functools.wraps(nn.Module.to), which mypy reads as an unbound function.
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, config.dtype)).to(device)  # type: ignore[arg-type]
         if config.gradient_checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         if config.lora is not None:
@@ -184,7 +185,9 @@ class Policy:
         with torch.no_grad():
             for name, module in self.base.named_modules():
                 if isinstance(module, LoraLayer):
-                    yield name + ".weight", module.base_layer.weight + module.get_delta_weight("default")
+                    # Every concrete LoraLayer (Linear, Embedding, Conv*) defines get_delta_weight; the mixin does not.
+                    delta = module.get_delta_weight("default")  # type: ignore[attr-defined]
+                    yield name + ".weight", module.base_layer.weight + delta
 
 
 def head_logprobs(

@@ -70,7 +70,8 @@ class ScriptedTurns:
         self.agent = agent
         self.scripted = scripted or _never
         self.name = agent.name
-        self.can_stream = isinstance(agent, StreamingAgent)
+        self._streaming = agent if isinstance(agent, StreamingAgent) else None
+        self.can_stream = self._streaming is not None
         self._oracle = OracleAgent()
         self._done: list[tuple[Hashable, Generation]] = []
 
@@ -106,14 +107,16 @@ class ScriptedTurns:
             else:
                 policy.append((key, request))
         if policy:
-            self.agent.submit(policy, sampling)
+            assert self._streaming is not None, "submit() needs a streaming agent (can_stream)"
+            self._streaming.submit(policy, sampling)
 
     def collect(self) -> list[tuple[Hashable, Generation]]:
         """Finished generations: scripted ones first, then the agent's."""
         if self._done:  # scripted answers first: the engine is not stepped, so the schedule stays token-driven
             done, self._done = self._done, []
             return done
-        return self.agent.collect()
+        assert self._streaming is not None, "collect() needs a streaming agent (can_stream)"
+        return self._streaming.collect()
 
 
 def _never(request: AgentRequest) -> bool:
@@ -122,6 +125,7 @@ def _never(request: AgentRequest) -> bool:
 
 def before_last_turn(request: AgentRequest) -> bool:
     """Next-turn mode's scripted requests: every turn of the prompt but its last, which the policy plays."""
+    assert request.task is not None  # the rollout loop sets every request's task
     return request.turn < request.task.num_turns - 1
 
 

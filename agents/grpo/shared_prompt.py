@@ -19,12 +19,15 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from tooluse_agents.grpo.batch import Sample
 from tooluse_agents.grpo.policy import LOGIT_CHUNK, Policy, head_logprobs
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 def prompt_groups(samples: Sequence[Sample]) -> list[list[Sample]]:
@@ -46,7 +49,7 @@ def common_prefix_len(prompts: Sequence[Sequence[int]]) -> int:
 
 
 @contextlib.contextmanager
-def _no_checkpointing(model: torch.nn.Module) -> Iterator[None]:
+def _no_checkpointing(model: PreTrainedModel) -> Iterator[None]:
     """Gradient checkpointing re-runs layers in backward, which would append to the cache twice."""
     was_on = bool(getattr(model, "is_gradient_checkpointing", False))
     if was_on:

@@ -79,6 +79,7 @@ def load_pool(source: TaskSource) -> TaskPool:
         from tooluse_gym.envs.scenario import scenario_pool
         from tooluse_gym.tasks.scenario import load_scenario_set
 
+        assert source.path is not None  # TaskSource requires a path for a scenario source
         loaded = load_scenario_set(source.path)
         categories = source.category.split(",") if source.category else None
         pool = scenario_pool(loaded, source.task_ids, categories)

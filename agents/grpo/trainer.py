@@ -436,6 +436,7 @@ class GRPOTrainer:
     def _evaluate(self) -> float:
         """Mean reward on the held-out prompts (fixed seeds, so every evaluation sees the same draws)."""
         cfg = self.config
+        assert self.heldout is not None  # callers evaluate only with held-out prompts
         start = time.perf_counter()
         ids = [t.task_id for t in self.heldout.tasks]
         groups = self._play(self.heldout, ids, cfg.eval.samples, -1, cfg.eval.temperature)

@@ -7,14 +7,14 @@ import json
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
 
-from tooluse_gym.checker import CheckResult, EpisodeChecker, LiveTruth, TruthTurn, play_ground_truth
+from tooluse_gym.checker import CheckResult, EpisodeChecker, LiveTruth, TruthTurn, TruthTurns, play_ground_truth
 from tooluse_gym.envs.knobs import DECODERS, TOOL_FORMATS, check_choice
 from tooluse_gym.protocol import MAX_STEPS_PER_TURN, ProtocolCard
 from tooluse_gym.spaces import AssistantAction, Conversation, ToolSchemas
@@ -98,7 +98,8 @@ class ToolUseEnv(gym.Env[dict, Any]):
     ``info["episode"]`` is left free for `gymnasium.wrappers.RecordEpisodeStatistics`.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    # gymnasium declares `metadata` an instance attribute (a property on wrappers): not a ClassVar here
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012
 
     def __init__(
         self,
@@ -154,12 +155,12 @@ class ToolUseEnv(gym.Env[dict, Any]):
             index = self._by_id[task_id]
         else:
             raise ValueError(f"unknown task_id {task_id!r} (this env has {len(self.tasks)} tasks)")
-        self.task = self.tasks[index]
+        task = self.task = self.tasks[index]
         # a task's first episode loads its simulators; later ones start from snapshots of them
-        key = self.task.task_id
+        key = task.task_id
         self._replay = key in self._truth_cache or key in self._played_once
-        self.runtime = self._new_runtime()
-        self.checker = EpisodeChecker(self.task, self._truth_for(self.task))
+        self.runtime = self._new_runtime(task)
+        self.checker = EpisodeChecker(task, self._truth_for(task))
         self.messages: list[dict[str, Any]] = []
         self.call_records: dict[str, CallRecord] = {}
         self.step_log: list[StepRecord] = []
@@ -171,7 +172,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
         self._offered = self._offered_names(0)
         self._tools: list[dict[str, Any]] | None = None
         self._present_turn()
-        info = {"task_id": self.task.task_id, "turn": 0, "protocol": self._protocol(seed)}
+        info = {"task_id": task.task_id, "turn": 0, "protocol": self._protocol(seed)}
         return self._obs(), info
 
     def step(self, action: Any):
@@ -183,12 +184,13 @@ class ToolUseEnv(gym.Env[dict, Any]):
         """
         if self._done:
             raise gym.error.ResetNeeded("the episode has ended; call reset() before step()")
+        task = self.episode_task()
         if self.config.decoder == "bfcl":
             parsed = parse_action_bfcl(action, self.config.tool_format)
         else:
             parsed = parse_action(action, self.config.tool_format)
         self.messages.append(self._assistant_message(action, parsed))
-        info: dict[str, Any] = {"task_id": self.task.task_id, "turn": self.turn}
+        info: dict[str, Any] = {"task_id": task.task_id, "turn": self.turn}
         if parsed.failure:
             info["parse_failure"] = parsed.failure
         turn = self.turn
@@ -198,11 +200,11 @@ class ToolUseEnv(gym.Env[dict, Any]):
             info["step"] = self.steps_in_turn
             if self.steps_in_turn <= self.config.max_steps_per_turn:
                 return self._obs(), 0.0, False, False, info
-            if self.turn < self.task.num_turns - 1:
+            if self.turn < task.num_turns - 1:
                 self.checker.force_terminate(self.turn)
                 return self._finish(info)
         info["turn_verdict"] = self.checker.end_turn(self.turn, self.runtime, self.steps_in_turn).to_dict()
-        if self.turn == self.task.num_turns - 1:
+        if self.turn == task.num_turns - 1:
             return self._finish(info)
         self.turn += 1
         self.steps_in_turn = 0
@@ -229,6 +231,12 @@ class ToolUseEnv(gym.Env[dict, Any]):
     def close(self) -> None:
         """End the current episode: `step` needs a `reset` again."""
         self._done = True
+
+    def episode_task(self) -> Task:
+        """The current episode's task (`task`); `gymnasium.error.ResetNeeded` before the first `reset`."""
+        if self.task is None:
+            raise gym.error.ResetNeeded("call reset() before using the env")
+        return self.task
 
     # --- seeding ---------------------------------------------------------------------------
     # `reset(seed=s)` makes `np_random` the generator `seeding.np_random(s)` gives, as
@@ -269,9 +277,9 @@ class ToolUseEnv(gym.Env[dict, Any]):
 
     # --- internals -------------------------------------------------------------------------
 
-    def _new_runtime(self) -> ToolRuntime:
+    def _new_runtime(self, task: Task) -> ToolRuntime:
         return ToolRuntime(
-            self.task,
+            task,
             self._backends,
             self._stateless,
             validate=self.config.validate_args,
@@ -283,7 +291,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
         """A copy of the protocol card for `info`, with this reset's seed."""
         return {**self._protocol_dict, "seed": seed, "extra": copy.deepcopy(self._protocol_dict["extra"])}
 
-    def _truth_for(self, task: Task) -> Sequence[TruthTurn]:
+    def _truth_for(self, task: Task) -> TruthTurns:
         """A task's first episode replays the ground truth live; later ones share a cached copy."""
         key = task.task_id
         truth = self._truth_cache.get(key)
@@ -294,27 +302,28 @@ class ToolUseEnv(gym.Env[dict, Any]):
             self._played_once[key] = None
             if len(self._played_once) > 4 * self.config.truth_cache_size:
                 self._played_once.popitem(last=False)
-            return LiveTruth(task, self._new_runtime())
-        truth = self._truth_cache[key] = play_ground_truth(task, self._new_runtime())
+            return LiveTruth(task, self._new_runtime(task))
+        truth = self._truth_cache[key] = play_ground_truth(task, self._new_runtime(task))
         if len(self._truth_cache) > self.config.truth_cache_size:
             self._truth_cache.popitem(last=False)
         return truth
 
     def _present_turn(self) -> None:
-        if self.turn in self.task.held_out:
+        task = self.episode_task()
+        if self.turn in task.held_out:
             self._offered = self._offered_names(self.turn)
             self._tools = None
-        user = self.task.turns[self.turn]
+        user = task.turns[self.turn]
         if user:
             self.messages.extend(dict(m) for m in user)
         else:
-            docs = str([dict(d) for d in self.task.held_out.get(self.turn, ())])
+            docs = str([dict(d) for d in task.held_out.get(self.turn, ())])
             self.messages.append({"role": "user", "content": self.config.holdout_notice.replace("{functions}", docs)})
 
     def _execute(self, parsed: ParsedAction) -> tuple[str, ...]:
         offered = self._offered if self.config.strict_tools else None
         if offered is not None:
-            offered = offered - frozenset(self.task.excluded_functions)
+            offered = offered - frozenset(self.episode_task().excluded_functions)
         records = self.runtime.execute(parsed.calls, offered)
         self.steps_in_turn += 1
         self.total_steps += 1
@@ -345,19 +354,21 @@ class ToolUseEnv(gym.Env[dict, Any]):
         return message
 
     def _offered_names(self, turn: int) -> frozenset[str]:
-        key = (id(self.task), turn)
+        task = self.episode_task()
+        key = (id(task), turn)
         names = self._offered_cache.get(key)
         if names is None:
-            names = self._offered_cache[key] = self.task.offered_names(turn)
+            names = self._offered_cache[key] = task.offered_names(turn)
         return names
 
     def _obs(self) -> dict[str, Any]:
         if self._tools is None:
-            key = (id(self.task), self._offered)
+            task = self.episode_task()
+            key = (id(task), self._offered)
             tools = self._tools_cache.get(key)
             if tools is None:
                 offered = self._offered
-                tools = [openai_tool(d) for d in self.task.all_functions() if d["name"] in offered]
+                tools = [openai_tool(d) for d in task.all_functions() if d["name"] in offered]
                 self._tools_cache[key] = tools
             self._tools = tools
         return {"messages": list(self.messages), "tools": list(self._tools)}
@@ -373,9 +384,17 @@ class ToolUseEnv(gym.Env[dict, Any]):
         reward = 1.0 if self._result.valid else 0.0
         info["checker"] = self._result.to_dict()
         info["tooluse"] = {
-            "task_id": self.task.task_id,
+            "task_id": self.episode_task().task_id,
             "reward": reward,
             "turns": self.turn + 1,
             "steps": self.total_steps,
         }
         return self._obs(), reward, True, False, info
+
+
+def tool_use_env(env: gym.Env) -> ToolUseEnv:
+    """The `ToolUseEnv` under `env`'s wrappers (``env.unwrapped``); `TypeError` if it is another env."""
+    base = env.unwrapped
+    if not isinstance(base, ToolUseEnv):
+        raise TypeError(f"expected a tooluse-gym env, got {type(base).__name__}")
+    return base

@@ -111,7 +111,7 @@ def normalize_category(category: str) -> str:
     return short
 
 
-def load_bfcl_tasks(category: str = "all", task_ids: list[str] | tuple[str, ...] | None = None) -> list[Task]:
+def load_bfcl_tasks(category: str = "all", task_ids: Sequence[str] | None = None) -> list[Task]:
     """Load BFCL multi-turn tasks (800 for ``all``), optionally only the given ids, in data order."""
     cats = CATEGORIES if category == "all" else (normalize_category(category),)
     tasks = [t for c in cats for t in _load_category(c)]
@@ -221,7 +221,7 @@ _PRECISION_LIMIT = 1000
 _EXPONENT_LIMIT = 10_000
 
 
-def argument_guard(backend: str, name: str, kwargs: dict[str, Any]) -> str | None:
+def argument_guard(backend: str, name: str, kwargs: Mapping[str, Any]) -> str | None:
     """Refuse argument values that make a BFCL simulator run for minutes or exhaust memory.
 
     ``MathAPI.power`` computes ``base ** exponent`` exactly for integers, and

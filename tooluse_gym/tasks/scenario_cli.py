@@ -20,7 +20,7 @@ from tooluse_gym.tasks.scenario import load_scenario_set, scenario_files, scenar
 def validate(paths: Sequence[str], replay: bool = True) -> int:
     """Check each file on its own; print one line per file and a summary. Returns the exit code."""
     failed = 0
-    total = Counter()
+    total: Counter[str] = Counter()
     for path in paths:
         try:
             files = scenario_files(path)

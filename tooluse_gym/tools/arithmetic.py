@@ -108,8 +108,9 @@ def evaluate(node: ast.expr, depth: int = 0, budget: list[int] | None = None) ->
         kind = {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)]
         return kind(items)
     if isinstance(node, ast.Dict):
-        if any(k is None for k in node.keys):
+        keys = [k for k in node.keys if k is not None]
+        if len(keys) != len(node.keys):
             raise NotEvaluated("** in a dict is not evaluated")
-        pairs = zip(node.keys, node.values, strict=True)
+        pairs = zip(keys, node.values, strict=True)
         return {evaluate(k, depth + 1, budget): evaluate(v, depth + 1, budget) for k, v in pairs}
     raise NotEvaluated(f"{type(node).__name__} is not literal arithmetic")

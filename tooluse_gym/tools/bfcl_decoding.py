@@ -90,12 +90,13 @@ def _decode_python(text: str) -> _Decoded:
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         raise DecodeError(f"not a Python call list ({type(e).__name__})") from None
     if isinstance(body, ast.Call):
-        nodes = [body]
+        elts: list[ast.expr] = [body]
     elif isinstance(body, (ast.List, ast.Tuple, ast.Set)):
-        nodes = body.elts
+        elts = body.elts
     else:
         raise DecodeError(f"not a list of calls ({type(body).__name__})")
-    if not all(isinstance(n, ast.Call) for n in nodes):
+    nodes = [n for n in elts if isinstance(n, ast.Call)]
+    if len(nodes) != len(elts):
         raise DecodeError("the list holds something other than calls")
     if len(nodes) > MAX_CALLS_PER_MESSAGE:
         raise DecodeError(f"more than {MAX_CALLS_PER_MESSAGE} calls in one message")
@@ -127,20 +128,23 @@ def _resolve(node: ast.expr, depth: int, budget: list[int]) -> Any:
         return "..." if node.value is Ellipsis else node.value
     if isinstance(node, ast.UnaryOp):  # BFCL negates the operand's value, whatever the operator
         operand = node.operand
-        if isinstance(operand, ast.Constant) and type(operand.value) in (int, float, complex, bool):
-            return -operand.value
+        if isinstance(operand, ast.Constant):
+            number = operand.value
+            if type(number) is int or type(number) is float or type(number) is complex or type(number) is bool:
+                return -number
         raise DecodeError("a unary operator on something other than a number")
     if isinstance(node, ast.List):
         return [_resolve(e, depth + 1, budget) for e in node.elts]
     if isinstance(node, ast.Tuple):
         return tuple(_resolve(e, depth + 1, budget) for e in node.elts)
     if isinstance(node, ast.Dict):
-        if any(k is None for k in node.keys):
+        keys = [k for k in node.keys if k is not None]
+        if len(keys) != len(node.keys):
             raise DecodeError("** inside a dict")
         try:
             return {
                 _resolve(k, depth + 1, budget): _resolve(v, depth + 1, budget)
-                for k, v in zip(node.keys, node.values, strict=True)
+                for k, v in zip(keys, node.values, strict=True)
             }
         except TypeError:
             raise DecodeError("unhashable dict key") from None
@@ -258,7 +262,8 @@ def parse_action_bfcl(action: Any, tool_format: str) -> ParsedAction:
     text (a string, or a dict's ``content``) is decoded in `tool_format`.
     """
     if isinstance(action, Mapping):
-        content = action.get("content") if isinstance(action.get("content"), str) else ""
+        raw_content = action.get("content")
+        content = raw_content if isinstance(raw_content, str) else ""
         if "tool_calls" in action:
             raw = action["tool_calls"]
             ids = [c.get("id") if isinstance(c, Mapping) else None for c in raw] if isinstance(raw, list) else []

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Mapping
 from functools import lru_cache, partial
 from keyword import iskeyword
 from math import isfinite
@@ -127,7 +127,7 @@ def _plain_value(value: Any, depth: int, budget: list[int]) -> bool:
     return False
 
 
-def plain_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
+def plain_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of arguments that `plain_call` accepted: what evaluating (or literally parsing) their source gives."""
     return {k: _copy_plain(v) for k, v in arguments.items()}
 
@@ -142,7 +142,7 @@ def _copy_plain(value: Any) -> Any:
 
 
 def run_plain_call(
-    name: str, arguments: dict[str, Any], methods: Container[str], invoke: Invoke, stringify: Callable[[Any], str]
+    name: str, arguments: Mapping[str, Any], methods: Container[str], invoke: Invoke, stringify: Callable[[Any], str]
 ) -> str:
     """`run_call_string` of a call string that `plain_call` accepted for `name` and `arguments`, without parsing it.
 
@@ -193,29 +193,29 @@ def _may_repeat_keywords(root: ast.AST) -> bool:
     stack = [root]
     while stack:
         node = stack.pop()
-        kind = type(node)
-        if kind is ast.Constant or kind is ast.Name:
+        if isinstance(node, (ast.Constant, ast.Name)):
             continue
-        if kind is ast.Call:
+        if isinstance(node, ast.Call):
             keywords = node.keywords
             if len(keywords) > 1 and len({kw.arg for kw in keywords}) < len(keywords):
                 return True
             stack.append(node.func)
             stack.extend(node.args)
             stack.extend(kw.value for kw in keywords)
-        elif kind is ast.List or kind is ast.Tuple or kind is ast.Set:
+        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             stack.extend(node.elts)
-        elif kind is ast.Dict:
-            if any(k is None for k in node.keys):
+        elif isinstance(node, ast.Dict):
+            keys = [k for k in node.keys if k is not None]
+            if len(keys) != len(node.keys):
                 return True
-            stack.extend(node.keys)
+            stack.extend(keys)
             stack.extend(node.values)
-        elif kind is ast.BinOp:
+        elif isinstance(node, ast.BinOp):
             stack.append(node.left)
             stack.append(node.right)
-        elif kind is ast.UnaryOp:
+        elif isinstance(node, ast.UnaryOp):
             stack.append(node.operand)
-        elif kind is ast.Attribute:
+        elif isinstance(node, ast.Attribute):
             stack.append(node.value)
         else:
             return True
@@ -253,10 +253,11 @@ class _Interpreter:
             kind = {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)]
             return kind(self.eval(e, depth + 1) for e in node.elts)
         if isinstance(node, ast.Dict):
-            if any(k is None for k in node.keys):
+            keys = [k for k in node.keys if k is not None]
+            if len(keys) != len(node.keys):
                 raise Refused("** unpacking is not supported")
             out = {}
-            for k, v in zip(node.keys, node.values, strict=True):
+            for k, v in zip(keys, node.values, strict=True):
                 key = self.eval(k, depth + 1)
                 out[key] = self.eval(v, depth + 1)
             return out

@@ -55,11 +55,11 @@ def parse_expression(source: str, filename: str = "<unknown>") -> ast.Expression
     with neither is parsed without the cost of swapping the warning filters.
     """
     if "\\" not in source and not _NUMBER_THEN_KEYWORD.search(source):
-        return compile(source, filename, "eval", ast.PyCF_ONLY_AST)
+        return ast.parse(source, filename, mode="eval")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SyntaxWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
-        return compile(source, filename, "eval", ast.PyCF_ONLY_AST)
+        return ast.parse(source, filename, mode="eval")
 
 
 class _NotLiteral(ValueError):
@@ -115,11 +115,12 @@ def parse_python_calls(text: str) -> ParsedAction:
     nodes = tree.elts if isinstance(tree, (ast.List, ast.Tuple)) else [tree]
     if not nodes:
         return ParsedAction(content=text)
-    if not all(isinstance(n, ast.Call) for n in nodes):
+    call_nodes = [n for n in nodes if isinstance(n, ast.Call)]
+    if len(call_nodes) != len(nodes):
         return _no_calls(text, body, "the list holds something other than calls")
-    if len(nodes) > MAX_CALLS_PER_MESSAGE:
+    if len(call_nodes) > MAX_CALLS_PER_MESSAGE:
         return ParsedAction(content=text, failure=f"more than {MAX_CALLS_PER_MESSAGE} calls in one message")
-    return ParsedAction(content=text, calls=tuple(_call_from_node(n) for n in nodes))
+    return ParsedAction(content=text, calls=tuple(_call_from_node(n) for n in call_nodes))
 
 
 def parse_call_string(source: str) -> ToolCall:
@@ -247,8 +248,10 @@ def _literal(node: ast.expr, depth: int, budget: list[int]) -> Any:
         raise _NotLiteral(f"unsupported constant {type(node.value).__name__}")
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         operand = node.operand
-        if isinstance(operand, ast.Constant) and type(operand.value) in (int, float):
-            return -operand.value if isinstance(node.op, ast.USub) else operand.value
+        if isinstance(operand, ast.Constant):
+            number = operand.value
+            if type(number) is int or type(number) is float:
+                return -number if isinstance(node.op, ast.USub) else number
         raise _NotLiteral("only numbers may carry a sign")
     if isinstance(node, ast.List):
         return [_literal(e, depth + 1, budget) for e in node.elts]

@@ -127,7 +127,8 @@ def combined_hooks(backends: Sequence[ToolBackend]) -> BackendHooks:
         return hooks.guard(backend, function, kwargs) if hooks is not None and hooks.guard is not None else None
 
     def validation_doc(doc: Mapping[str, Any]) -> Mapping[str, Any]:
-        hooks = by_function.get(doc.get("name"))
+        name = doc.get("name")
+        hooks = by_function.get(name) if isinstance(name, str) else None
         return hooks.validation_doc(doc) if hooks is not None and hooks.validation_doc is not None else doc
 
     return BackendHooks(isolate=isolate, guard=guard, validation_doc=validation_doc)
@@ -154,6 +155,7 @@ def _load_defaults() -> None:
 
 def _make_backend(name: str, cls: type, docs: Any, *, source: str) -> ToolBackend:
     methods = public_methods(cls)
+    loaded: tuple[Mapping[str, Any], ...]
     if docs is None:
         loaded = tuple(derive_doc(getattr(cls, m), m) for m in methods)
     elif isinstance(docs, (str, Path)):

@@ -78,7 +78,7 @@ STATE_LOADER = "load_state"
 
 
 @cache
-def _public_methods(cls: type) -> tuple[str, ...]:
+def _public_methods(cls: type[object]) -> tuple[str, ...]:
     """Public method names, as BFCL's executor maps them (bound methods not starting with _)."""
     instance = cls.__new__(cls)
     return tuple(
@@ -160,7 +160,8 @@ def _json_dumps(value: dict[Any, Any]) -> str:
     it, and a long list that is the very object written before, with the very same content
     (the same `marshal` bytes: the same values of the same types), reuses its text.
     """
-    if _C_ENCODER is None:
+    encoder = _C_ENCODER
+    if encoder is None:
         return json.dumps(value)
     long_values = False
     for key, item in value.items():
@@ -170,36 +171,43 @@ def _json_dumps(value: dict[Any, Any]) -> str:
             long_values = True
     else:
         if long_values:
-            items = (encode_basestring_ascii(key) + ": " + _value_text(item) for key, item in value.items())
+            items = (encode_basestring_ascii(key) + ": " + _value_text(item, encoder) for key, item in value.items())
             return "{" + ", ".join(items) + "}"
-    return "".join(_C_ENCODER(value, 0))
+    return "".join(encoder(value, 0))
 
 
 _LONG = 128
 _LONG_TEXTS: dict[int, tuple[Any, bytes, str]] = {}
 
 
-def _value_text(value: Any) -> str:
+def _value_text(value: Any, encoder: _Encoder) -> str:
     if (type(value) is not list and type(value) is not tuple) or len(value) < _LONG:
-        return "".join(_C_ENCODER(value, 0))
+        return "".join(encoder(value, 0))
     try:
         content = marshal.dumps(value, 2)  # version 2: no back-references, so only the content counts
     except ValueError:
-        return "".join(_C_ENCODER(value, 0))
+        return "".join(encoder(value, 0))
     known = _LONG_TEXTS.get(id(value))
     if known is not None and known[0] is value and known[1] == content:
         return known[2]
-    text = "".join(_C_ENCODER(value, 0))
+    text = "".join(encoder(value, 0))
     if len(_LONG_TEXTS) >= 256:
         _LONG_TEXTS.clear()
     _LONG_TEXTS[id(value)] = (value, content, text)  # holding `value` keeps its id from being reused
     return text
 
 
-_C_ENCODER = (
-    None
-    if json.encoder.c_make_encoder is None
-    else json.encoder.c_make_encoder(
+_Encoder = Callable[[Any, int], Iterable[str]]
+"""A C encoder: ``encoder(value, 0)`` gives the pieces of ``json.dumps(value)``."""
+
+
+def _make_c_encoder() -> _Encoder | None:
+    """The C encoder with json.dumps' settings (None where the `_json` accelerator is missing)."""
+    # json.encoder always defines c_make_encoder (None without _json); typeshed leaves it out.
+    make_encoder = getattr(json.encoder, "c_make_encoder", None)
+    if make_encoder is None:
+        return None
+    encoder: _Encoder = make_encoder(
         None,  # no circular-reference markers
         json.JSONEncoder().default,
         encode_basestring_ascii,
@@ -210,7 +218,10 @@ _C_ENCODER = (
         False,  # skipkeys
         True,  # allow_nan
     )
-)
+    return encoder
+
+
+_C_ENCODER = _make_c_encoder()
 
 
 def copy_state(value: Any) -> Any:
@@ -344,7 +355,7 @@ class ToolRuntime:
         than `MAX_RESULT_CHARS` are truncated.
         """
         if call.source is not None:
-            return self._execute_source(call, offered)
+            return self._execute_source(call, call.source, offered)
         if call.error is not None:
             return CallRecord(call, f"Error during execution: {call.error}", executed=False)
         backend = self._owner.get(call.name)
@@ -368,7 +379,7 @@ class ToolRuntime:
             result = result[:MAX_RESULT_CHARS] + "...[truncated]"
         return CallRecord(call, result, executed=True)
 
-    def _execute_source(self, call: ToolCall, offered: frozenset[str] | None) -> CallRecord:
+    def _execute_source(self, call: ToolCall, source: str, offered: frozenset[str] | None) -> CallRecord:
         """Run a BFCL call string (``decoder="bfcl"``) as BFCL's executor would, without eval."""
         methods = self._owner.keys() if offered is None else self._owner.keys() & offered
         invoked = []
@@ -381,10 +392,10 @@ class ToolRuntime:
             invoked.append(name)
             return method(*args, **kwargs)
 
-        if plain_call(call.source, call.name, call.arguments):  # the same result, without a parse
+        if plain_call(source, call.name, call.arguments):  # the same result, without a parse
             result = run_plain_call(call.name, call.arguments, methods, invoke, stringify_result)
         else:
-            result = run_call_string(call.source, methods, invoke, stringify_result)
+            result = run_call_string(source, methods, invoke, stringify_result)
         if len(result) > MAX_RESULT_CHARS:
             result = result[:MAX_RESULT_CHARS] + "...[truncated]"
         return CallRecord(call, result, executed=bool(invoked))

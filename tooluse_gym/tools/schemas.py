@@ -168,10 +168,10 @@ def compile_predicate(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None
     type_checks = tuple(FAST_TYPES[k] for k in kinds)
     props = {}
     for name, sub in (schema.get("properties") or {}).items():
-        check = compile_predicate(sub)
-        if check is None:
+        prop_check = compile_predicate(sub)
+        if prop_check is None:
             return None
-        props[name] = check
+        props[name] = prop_check
     items = schema.get("items")
     item_check = compile_predicate(items) if isinstance(items, Mapping) else None
     if items is not None and item_check is None:

@@ -51,12 +51,13 @@ import copy
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from tooluse_gym.envs.tool_env import ToolUseEnv, tool_use_env
 from tooluse_gym.prompts import json_call_block
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.types import ToolCall
@@ -276,6 +277,7 @@ def build_candidates(
         if len(chosen) >= config.num_candidates or len(chosen) == 1:
             break
         source = chosen[1 + int(rng.integers(len(chosen) - 1))]
+        assert source is not None  # only slot 0 ends the turn until the padding below
         add(perturb_call(source, by_name.get(source.name), pool, rng))
     while len(chosen) < config.num_candidates:  # no distinct variant left: repeat the end of turn
         chosen.append(None)
@@ -309,15 +311,17 @@ class CandidateActions(gym.Wrapper, gym.utils.RecordConstructorArgs):
     the module docstring). ``protocol.extra.candidate_actions`` records the knobs and leaks.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    # gymnasium declares `metadata` an instance attribute (a property on wrappers): not a ClassVar here
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012
 
     def __init__(self, env: gym.Env, config: CandidateConfig | None = None):
         gym.utils.RecordConstructorArgs.__init__(self, config=config)
         gym.Wrapper.__init__(self, env)
         self.config = config or CandidateConfig()
         k = self.config.num_candidates
+        self._obs_shape = (observation_size(k),)
         self.action_space = spaces.Discrete(k)
-        self.observation_space = spaces.Box(0.0, 1.0, (observation_size(k),), np.float32)
+        self.observation_space = spaces.Box(0.0, 1.0, self._obs_shape, np.float32)
         self._rng = np.random.default_rng()
         self._set: CandidateSet | None = None
         self._progress = 0
@@ -325,9 +329,9 @@ class CandidateActions(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self._bonus = 0.0
 
     @property
-    def base(self) -> Any:
+    def base(self) -> ToolUseEnv:
         """The wrapped `ToolUseEnv` (``env.unwrapped``)."""
-        return self.env.unwrapped
+        return tool_use_env(self.env)
 
     @property
     def candidates(self) -> tuple[str, ...]:
@@ -357,7 +361,7 @@ class CandidateActions(gym.Wrapper, gym.utils.RecordConstructorArgs):
         _, info = self.env.reset(seed=seed, options=options)
         if seed is not None:
             self._rng = np.random.default_rng(np.random.SeedSequence([seed, 0xCA2D]))
-        task = self.base.task
+        task = self.base.episode_task()
         self._progress, self._turn = 0, 0
         self._bonus = 1.0 / (sum(len(t) for t in task.ground_truth) + task.num_turns)
         extra = {**info["protocol"]["extra"], "candidate_actions": self.config.card()}
@@ -391,13 +395,13 @@ class CandidateActions(gym.Wrapper, gym.utils.RecordConstructorArgs):
         if terminated:
             self._set = None
             info["candidates"] = ()
-            return np.zeros(self.observation_space.shape, np.float32), reward, terminated, truncated, info
+            return np.zeros(self._obs_shape, np.float32), reward, terminated, truncated, info
         obs, info = self._observe(info)
         return obs, reward, terminated, truncated, info
 
     def _observe(self, info: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any]]:
         base = self.base
-        task, turn = base.task, base.turn
+        task, turn = base.episode_task(), base.turn
         truth = task.ground_truth[turn]
         answer = truth[self._progress] if self._progress < len(truth) else None
         in_turn = [c for s in base.step_log if s.turn == turn for c in s.calls]
@@ -421,6 +425,8 @@ class CandidateActions(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def render(self) -> str | None:
         """The wrapped env's rendering followed by the numbered candidates, while there are any."""
         text = self.env.render()
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"CandidateActions renders text ('ansi'); the wrapped env rendered {type(text).__name__}")
         if text is None or not self._set:
             return text
         lines = [f"  [{i}] {m}" for i, m in enumerate(self._set.messages)]

@@ -13,12 +13,12 @@ from tooluse_gym.tools.parsing import strip_reasoning
 def remove_reasoning(message: dict[str, Any]) -> dict[str, Any]:
     """The message without ``<think>...</think>`` blocks in its content and without `reasoning_content`."""
     content = message.get("content")
-    has_think = isinstance(content, str) and "<think>" in content
-    if not has_think and "reasoning_content" not in message:
+    thinking = content if isinstance(content, str) and "<think>" in content else None
+    if thinking is None and "reasoning_content" not in message:
         return message
     out = {k: v for k, v in message.items() if k != "reasoning_content"}
-    if has_think:
-        out["content"] = strip_reasoning(content).lstrip()
+    if thinking is not None:
+        out["content"] = strip_reasoning(thinking).lstrip()
     return out
 
 

@@ -48,9 +48,10 @@ class RenderedPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
         if not self.chat_template:
             raise ValueError(f"tokenizer {tokenizer!r} has no chat template; pass chat_template=")
         self._uses_tools = "tools" in self.chat_template
-        self.observation_space = spaces.Dict(
-            {**self.env.observation_space.spaces, "prompt": ChatText(MAX_PROMPT_CHARS)}
-        )
+        inner = self.env.observation_space
+        if not isinstance(inner, spaces.Dict):
+            raise TypeError(f"RenderedPrompt needs a Dict observation space, got {type(inner).__name__}")
+        self.observation_space = spaces.Dict({**inner.spaces, "prompt": ChatText(MAX_PROMPT_CHARS)})
 
     def render_prompt(
         self,

@@ -7,6 +7,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from tooluse_gym.envs.tool_env import tool_use_env
 from tooluse_gym.prompts import system_prompt_spec
 
 
@@ -35,7 +36,7 @@ class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
         if self.prompt.carries_tools:
             from tooluse_gym.tasks import bfcl
 
-            base = env.unwrapped
+            base = tool_use_env(env)
             notice = bfcl.holdout_notice_template(prompting=True)
             base.config = dataclasses.replace(base.config, holdout_notice=notice)
 
@@ -44,7 +45,7 @@ class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
 
         ``tools`` is emptied when the prompt carries the function list.
         """
-        task = self.env.unwrapped.task
+        task = tool_use_env(self.env).episode_task()
         if self._rendered is None or self._rendered[0] != task.task_id:
             self._rendered = (task.task_id, self.prompt.render(task.functions))
         text = self._rendered[1]

@@ -7,6 +7,7 @@ from typing import Any
 import gymnasium as gym
 
 from tooluse_gym.envs.knobs import TOOL_RESULT_PLACEMENTS, check_choice
+from tooluse_gym.envs.tool_env import tool_use_env
 
 
 class ToolResultPlacement(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
@@ -28,7 +29,7 @@ class ToolResultPlacement(gym.ObservationWrapper, gym.utils.RecordConstructorArg
         """The observation with each step's ``tool`` messages merged into one user message, under ``user_message``."""
         if self.placement == "tool_messages":
             return observation
-        records = self.env.unwrapped.call_records
+        records = tool_use_env(self.env).call_records
         out: list[dict[str, Any]] = []
         pending: list[dict[str, str]] = []
         for message in observation["messages"]:
