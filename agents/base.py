@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from tooluse_gym.tasks.task import Task
+from tooluse_gym.wrappers.rendered_prompt import template_renders_tools, warn_tools_not_shown
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,10 +149,15 @@ def request_seed(run_seed: int, task_id: str, turn: int, step: int) -> int:
 
 
 def chat_prompt(tokenizer: Any, observation: Mapping[str, Any]) -> str:
-    """The observation's rendered ``prompt``, or its messages rendered with the tokenizer's chat template."""
+    """The observation's rendered ``prompt``, or its messages rendered with the tokenizer's chat template.
+
+    Tools the template cannot show raise a `tooluse_gym.wrappers.ToolsNotShownWarning`.
+    """
     if "prompt" in observation:
         return observation["prompt"]
     tools = observation.get("tools") or None
+    if tools and not template_renders_tools(getattr(tokenizer, "chat_template", None)):
+        warn_tools_not_shown(len(tools))
     return tokenizer.apply_chat_template(
         observation["messages"], tools=tools, tokenize=False, add_generation_prompt=True
     )

@@ -133,7 +133,7 @@ def test_protocol_sensitivity_table_reads_each_change_against_the_paper(tmp_path
         },
         "bfcl_slice": {"overall": 0.05, "per_seed": {"0": 0.05, "1": 0.1, "2": 0.0}, "folder": "runs/ps/bfcl"},
         "grpo_base": None,
-        "reasoning": "not testable",
+        "reasoning": "not testable: no <think>",  # the tag goes in backticks: Markdown would hide it
         "paper": {"seed": {"points": 3}, "reasoning": {"points": [2, 5]}},
         "prereg": {"path": "benchmarks/preregistered/protocol_sensitivity_v1.yaml", "commit": "0123456789ab"},
     }
@@ -146,10 +146,11 @@ def test_protocol_sensitivity_table_reads_each_change_against_the_paper(tmp_path
         == "| template = context | 30.0 | -10.0 | [-14.0, -6.0] | -8/-6 | same direction, larger than the paper's |"
     )
     assert (
-        lines[4] == '| system_prompt = literal "Be brief." | 45.0 | +5.0 | [+1.0, +9.0] | n/a | '
+        lines[4] == "| system_prompt = literal text (below) | 45.0 | +5.0 | [+1.0, +9.0] | n/a | "
         "moves the score; no paper figure |"
     )
-    assert lines[5] == "| reasoning history |  |  |  | 2 to 5 | not testable |"
+    assert lines[5] == "| reasoning history |  |  |  | 2 to 5 | not testable: no `<think>` |"
+    assert '- The literal system prompt: "Be brief."' in lines
     assert "- BFCL slice (base protocol, BFCL's rules): 5.0% (per seed: 5.0, 10.0, 0.0; `runs/ps/bfcl`)." in lines
     assert "GRPO-trained" not in "\n".join(lines) and "(commit 0123456)" in lines[-1]
 

@@ -179,19 +179,21 @@ def figure(report: Mapping[str, Any], path: Path) -> None:
     lows = [d - 100 * r["paired"]["ci95"][0] if r["paired"]["ci95"] else 0 for d, r in zip(diffs, rows, strict=True)]
     highs = [100 * r["paired"]["ci95"][1] - d if r["paired"]["ci95"] else 0 for d, r in zip(diffs, rows, strict=True)]
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 0.5 * len(rows) + 1.6))
+    fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.8))
     ax.errorbar(diffs, range(len(rows)), xerr=[lows, highs], fmt="o", color="#4C72B0", capsize=3)
     spread = sweep["base"]["seed_spread"]["max_minus_min"]
     if spread is not None:
         ax.axvspan(-50 * spread, 50 * spread, color="#DDDDDD", label="± half the base's seed spread")
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(loc="upper left", fontsize=8)
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_yticks(range(len(rows)), labels)
     ax.invert_yaxis()
-    ax.set_xlabel("change - base, paired by task and seed (points; 95% bootstrap interval)")
+    ax.set_xlabel("change - base, paired by task and seed\n(points; 95% bootstrap interval over tasks)")
+    base = sweep["base"]
+    ax.set_title(f"base {100 * base['overall']:.1f}% ({base['seed_spread']['seeds']} seeds)", fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 

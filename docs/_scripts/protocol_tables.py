@@ -26,11 +26,12 @@ def _pts(value: float | None, signed: bool = False) -> str:
     return f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
 
 
+def _is_literal(row: Mapping[str, Any]) -> bool:
+    return row["knob"] == "system_prompt" and row["value"] not in ("bfcl", "strong", "none")
+
+
 def _label(row: Mapping[str, Any]) -> str:
-    value = row["value"]
-    if row["knob"] == "system_prompt" and value not in ("bfcl", "strong", "none"):
-        value = f'literal "{value}"'
-    return f"{row['knob']} = {value}"
+    return f"{row['knob']} = " + ("literal text (below)" if _is_literal(row) else str(row["value"]))
 
 
 def reading(diff: float | None, ci: list[float] | None, paper: tuple[float, float] | None) -> str:
@@ -86,9 +87,11 @@ def protocol_sensitivity_table() -> str:
             ]
         )
     paper_reasoning = report["paper"]["reasoning"]["points"]
-    rows.append(["reasoning history", "", "", "", f"{paper_reasoning[0]} to {paper_reasoning[1]}", report["reasoning"]])
+    why_not = report["reasoning"].replace("<think>", "`<think>`")
+    rows.append(["reasoning history", "", "", "", f"{paper_reasoning[0]} to {paper_reasoning[1]}", why_not])
     header = ["configuration", "score (%)", "change - base (points, paired)", "95% interval", "paper (points)"]
     lines = [_table([*header, "reading"], rows)]
+    lines += [f'- The literal system prompt: "{row["value"]}"' for row in sweep["changes"] if _is_literal(row)]
     for key, label in (("bfcl_slice", "BFCL slice (base protocol, BFCL's rules)"), ("grpo_base", "GRPO-trained")):
         summary = report.get(key)
         if summary:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import gymnasium as gym
 import pytest
 
 from tests.bfcl_reference import bfcl_persona
+from tooluse_agents.base import chat_prompt
 from tooluse_agents.oracle import OracleAgent
-from tooluse_gym.wrappers import prefix_breaks
-from tooluse_gym.wrappers.rendered_prompt import load_tokenizer
+from tooluse_gym.wrappers import ToolsNotShownWarning, prefix_breaks
+from tooluse_gym.wrappers.rendered_prompt import load_tokenizer, template_renders_tools
 
 QWEN3_STYLE = str(Path(__file__).parent.parent / "data" / "qwen3_style.jinja")
 THINK = "<think>step by step</think>\n"
@@ -91,3 +93,39 @@ def test_reasoning_strip_breaks_like_qwen3_and_context_breaks_everywhere():
     context = gym.make("ToolUse-MultiTurn-v0", template="context", tokenizer="smollm2-135m")
     prompts, actions, _ = play(context, OracleAgent(), "multi_turn_base_0")
     assert prefix_breaks(prompts, actions) == list(range(len(prompts) - 1))
+
+
+def test_a_template_without_a_tools_slot_warns_that_the_model_sees_no_tools():
+    # SmolLM2's template does not render `tools`; under system_prompt="none" the functions are only there.
+    env = gym.make("ToolUse-MultiTurn-v0", system_prompt="none", tokenizer="smollm2-135m")
+    with pytest.warns(ToolsNotShownWarning, match="the model sees no tools"):
+        obs, _ = env.reset(options={"task_id": "multi_turn_base_0"})
+    assert obs["tools"] and '"name": "mkdir"' not in obs["prompt"]
+
+
+@pytest.mark.parametrize(
+    ("knobs", "template"),
+    [({"system_prompt": "strong"}, None), ({"system_prompt": "none"}, QWEN3_STYLE)],
+)
+def test_no_warning_when_the_prompt_shows_the_tools(knobs, template):
+    env = gym.make("ToolUse-MultiTurn-v0", tokenizer="smollm2-135m", chat_template=template, **knobs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ToolsNotShownWarning)
+        obs, _ = env.reset(options={"task_id": "multi_turn_base_0"})
+    assert "mkdir" in obs["prompt"]
+
+
+def test_chat_prompt_warns_for_a_tokenizer_without_a_tools_slot(smollm2):
+    observation = {"messages": [{"role": "user", "content": "hi"}], "tools": [{"name": "mkdir"}]}
+    with pytest.warns(ToolsNotShownWarning):
+        chat_prompt(smollm2, observation)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ToolsNotShownWarning)
+        chat_prompt(smollm2, {**observation, "tools": []})
+
+
+def test_template_renders_tools_reads_text_and_named_templates():
+    assert template_renders_tools("{% for t in tools %}{{ t }}{% endfor %}")
+    assert not template_renders_tools("{{ messages }}")
+    assert template_renders_tools({"default": "{{ messages }}", "tool_use": "{{ tools }}"})
+    assert not template_renders_tools(None)

@@ -11,7 +11,7 @@ choice among candidate messages for classic RL (a diagnostic setting; see its mo
 from tooluse_gym.envs.knobs import REASONING_MODES, TEMPLATES, TOOL_RESULT_PLACEMENTS
 from tooluse_gym.wrappers.candidates import CandidateActions, CandidateConfig
 from tooluse_gym.wrappers.reasoning import ReasoningHistory
-from tooluse_gym.wrappers.rendered_prompt import RenderedPrompt, prefix_breaks
+from tooluse_gym.wrappers.rendered_prompt import RenderedPrompt, ToolsNotShownWarning, prefix_breaks
 from tooluse_gym.wrappers.system_prompt import SystemPrompt
 from tooluse_gym.wrappers.template import ContextTemplate
 from tooluse_gym.wrappers.tool_results import ToolResultPlacement
@@ -27,5 +27,6 @@ __all__ = [
     "RenderedPrompt",
     "SystemPrompt",
     "ToolResultPlacement",
+    "ToolsNotShownWarning",
     "prefix_breaks",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,35 @@ def load_tokenizer(name: str) -> Any:
     return AutoTokenizer.from_pretrained(resolve_model(name))
 
 
+class ToolsNotShownWarning(UserWarning):
+    """The observation offers tools but the chat template has no place for them: the model never sees them.
+
+    It happens with ``system_prompt="none"`` (or literal text without ``{functions}``), where the
+    functions travel only in ``obs["tools"]``, and a template that does not render ``tools``
+    (SmolLM2's, for one). Use a prompt that lists the functions (``strong``, ``bfcl``, text with
+    ``{functions}``) or a chat template that renders ``tools``.
+    """
+
+
+def template_renders_tools(chat_template: Any) -> bool:
+    """Whether a chat template (text, or a tokenizer's dict of named templates) refers to ``tools``."""
+    if isinstance(chat_template, dict):
+        chat_template = chat_template.get("tool_use") or chat_template.get("default")
+    return isinstance(chat_template, str) and "tools" in chat_template
+
+
+def warn_tools_not_shown(num_tools: int, *, stacklevel: int = 2) -> None:
+    """Warn that ``num_tools`` offered tools are dropped by a chat template without a tools slot."""
+    warnings.warn(
+        f"{num_tools} tool(s) in the observation are not in the prompt: the chat template does not render "
+        "`tools` and the system prompt does not list the functions (system_prompt='none' or literal text "
+        "without {functions}), so the model sees no tools; use system_prompt='strong' or 'bfcl', "
+        "or a chat template that renders tools",
+        ToolsNotShownWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
 def _template_text(chat_template: str | None) -> str | None:
     if chat_template is None or "{%" in chat_template or "{{" in chat_template:
         return chat_template
@@ -47,7 +77,7 @@ class RenderedPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
         self.chat_template = _template_text(chat_template) or self.tokenizer.chat_template
         if not self.chat_template:
             raise ValueError(f"tokenizer {tokenizer!r} has no chat template; pass chat_template=")
-        self._uses_tools = "tools" in self.chat_template
+        self._uses_tools = template_renders_tools(self.chat_template)
         inner = self.env.observation_space
         if not isinstance(inner, spaces.Dict):
             raise TypeError(f"RenderedPrompt needs a Dict observation space, got {type(inner).__name__}")
@@ -63,7 +93,10 @@ class RenderedPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
         """Render messages with this wrapper's chat template.
 
         Not named ``render``: that is `gymnasium.Env.render`, which this wrapper passes through.
+        Tools the template cannot show raise a `ToolsNotShownWarning`.
         """
+        if tools and not self._uses_tools:
+            warn_tools_not_shown(len(tools))
         return self.tokenizer.apply_chat_template(
             messages,
             tools=tools if tools and self._uses_tools else None,
