@@ -92,7 +92,10 @@ def protocol_sensitivity_table() -> str:
     header = ["configuration", "score (%)", "change - base (points, paired)", "95% interval", "paper (points)"]
     lines = [_table([*header, "reading"], rows)]
     lines += [f'- The literal system prompt: "{row["value"]}"' for row in sweep["changes"] if _is_literal(row)]
-    for key, label in (("bfcl_slice", "BFCL slice (base protocol, BFCL's rules)"), ("grpo_base", "GRPO-trained")):
+    for key, label in (
+        ("bfcl_slice", "BFCL slice (base protocol, BFCL's rules)"),
+        ("grpo_base", "GRPO-trained, from the weak warm-start (not a change of the base)"),
+    ):
         summary = report.get(key)
         if summary:
             seeds = ", ".join(f"{_pts(v)}" for v in summary["per_seed"].values())
