@@ -37,7 +37,7 @@ from tooluse_agents.base import (
     request_seed,
 )
 from tooluse_agents.episode import StepCost, episode_record
-from tooluse_gym.envs.tool_env import ToolUseEnv
+from tooluse_gym.envs.tool_env import tool_use_env
 
 SCHEDULES = ("auto", "async", "lockstep")
 
@@ -65,17 +65,9 @@ class RolloutJob:
     seed: int
 
 
-def base_env(env: gym.Env) -> ToolUseEnv:
-    """The `ToolUseEnv` under an env's wrappers (`TypeError` for any other env)."""
-    base = env.unwrapped
-    if not isinstance(base, ToolUseEnv):
-        raise TypeError(f"expected a tooluse-gym env, got {type(base).__name__}")
-    return base
-
-
 def request_for(env: gym.Env, observation: dict[str, Any], seed: int) -> AgentRequest:
     """The agent request for an env's current position (the run seed becomes a per-request seed)."""
-    base = base_env(env)
+    base = tool_use_env(env)
     assert base.task is not None, "the env has not been reset"
     return AgentRequest(
         observation=observation,
@@ -144,7 +136,7 @@ def run_rollouts(
 
     def finish(slot: _Slot, error: AgentError | None = None) -> None:
         assert slot.job is not None
-        base = base_env(slot.env)
+        base = tool_use_env(slot.env)
         record = episode_record(
             base,
             protocol=slot.protocol,

@@ -28,7 +28,7 @@ import gymnasium as gym
 
 from tooluse_agents.base import request_seed
 from tooluse_agents.openai_agent import openai_messages
-from tooluse_gym.envs.tool_env import ToolUseEnv
+from tooluse_gym.envs.tool_env import tool_use_env
 
 CHAT_ENV_IDS = ("ToolUse-MultiTurn-v0", "ToolUse-Scenario-v0")
 """The env ids an adapter can build from JSON-able settings (``ToolUse-Tasks-v0`` takes a `TaskPool` object)."""
@@ -74,16 +74,9 @@ def make_chat_env(
     raise ValueError(f"env_id must be one of {', '.join(CHAT_ENV_IDS)}; got {env_id!r}")
 
 
-def _base(env: gym.Env) -> ToolUseEnv:
-    base = env.unwrapped
-    if not isinstance(base, ToolUseEnv):
-        raise TypeError(f"expected a tooluse-gym env, got {type(base).__name__}")
-    return base
-
-
 def task_ids_of(env: gym.Env) -> list[str]:
     """The ids of the env's tasks, in the env's order."""
-    return [t.task_id for t in _base(env).tasks]
+    return [t.task_id for t in tool_use_env(env).tasks]
 
 
 def action_from_chat(message: Mapping[str, Any]) -> str | dict[str, Any]:
@@ -184,7 +177,7 @@ class ChatEpisode:
         """
         if self.done:
             raise RuntimeError(f"the episode on {self.task_id} has ended; reset() starts a new one")
-        base = _base(self.env)
+        base = tool_use_env(self.env)
         before = len(base.messages)
         obs, reward, terminated, truncated, info = self.env.step(action_from_chat(message))
         self.steps += 1
@@ -214,7 +207,7 @@ class ChatEpisode:
         }
 
     def _view(self, obs: Mapping[str, Any], new: list[dict[str, Any]]) -> ChatView:
-        base = _base(self.env)
+        base = tool_use_env(self.env)
         seed = None
         if self.seed is not None:
             seed = request_seed(self.seed, self.task_id, base.turn, base.steps_in_turn)
