@@ -98,35 +98,3 @@ def test_snapshots_keep_the_most_recent_tasks(all_tasks):
     for task in tasks[1:]:
         (backend,) = task.backends
         assert snapshots.restore(task, backend, bfcl.backend_classes()[backend]) is not None
-
-
-def test_a_first_play_loads_each_snapshotted_simulator_once(monkeypatch, all_tasks):
-    """The episode's runtime loads; the ground truth replayed beside it starts from the snapshot."""
-    import gymnasium as gym
-
-    import tooluse_gym  # noqa: F401
-    from tooluse_gym.tools import runtime as runtime_module
-
-    loads: list[str] = []
-    real_load = runtime_module._load
-
-    def counting_load(task, backend, *args, **kwargs):
-        loads.append(backend)
-        return real_load(task, backend, *args, **kwargs)
-
-    monkeypatch.setattr(runtime_module, "_load", counting_load)
-    task = next(t for t in all_tasks if "GorillaFileSystem" in t.backends and len(t.backends) > 1)
-    env = gym.make("ToolUse-MultiTurn-v0", category="all", task_ids=[task.task_id])
-    env.reset(seed=0, options={"task_id": task.task_id})
-    declined = {"GorillaFileSystem"}  # its directories are objects: loaded for every runtime
-    stateless = set(bfcl.stateless_backends())
-    expected = sorted(b for b in task.backends for _ in range(2 if b in declined or b in stateless else 1))
-    assert sorted(loads) == expected
-    loads.clear()
-    reloaded = [b for b in task.backends if b in declined or b in stateless]
-    env.reset(seed=1, options={"task_id": task.task_id})  # the second play replays the truth to cache it
-    assert sorted(loads) == sorted(reloaded * 2)
-    loads.clear()
-    env.reset(seed=2, options={"task_id": task.task_id})  # later plays: the cached truth, no replay
-    assert sorted(loads) == sorted(reloaded)
-    env.close()

@@ -47,9 +47,8 @@ class EnvConfig:
         validate_args: Validate arguments against the function docs before calling.
         max_steps_per_turn: BFCL allows 20 executing steps per turn; the next one force-quits.
         truth_cache_size: Tasks whose ground-truth replay is kept once they are played a
-            second time (about 20 kB each for BFCL); twice as many freshly loaded simulators are
-            kept as snapshots (under 1 kB each on average) to start ground-truth replays and later episodes
-            from (`tooluse_gym.tools.snapshots`).
+            second time (about 20 kB each for BFCL), and whose freshly loaded simulators are
+            kept as snapshots to start later episodes from (`tooluse_gym.tools.snapshots`).
         holdout_notice: User message sent when held-out functions are added; ``{functions}``
             in it is replaced by the Python repr of their docs (BFCL's prompting mode).
     """
@@ -131,8 +130,9 @@ class ToolUseEnv(gym.Env[dict, Any]):
         # schemas (shared, never mutated)
         self._offered_cache: dict[tuple[int, int], frozenset[str]] = {}
         self._tools_cache: dict[tuple[int, frozenset[str]], list[dict[str, Any]]] = {}
-        # tasks' freshly loaded simulators, to start their ground-truth replays and later episodes from
+        # tasks' freshly loaded simulators, to start their later episodes from
         self._snapshots = InstanceSnapshots(max_entries=2 * self.config.truth_cache_size)
+        self._replay = False
         self.render_mode = render_mode
         self.action_space = AssistantAction(MAX_MESSAGE_CHARS)
         self.observation_space = spaces.Dict({"messages": Conversation(), "tools": ToolSchemas()})
@@ -156,8 +156,9 @@ class ToolUseEnv(gym.Env[dict, Any]):
         else:
             raise ValueError(f"unknown task_id {task_id!r} (this env has {len(self.tasks)} tasks)")
         task = self.task = self.tasks[index]
-        # the first runtime of a task loads its simulators; its ground-truth replay and later
-        # episodes start from snapshots of them
+        # a task's first episode loads its simulators; later ones start from snapshots of them
+        key = task.task_id
+        self._replay = key in self._truth_cache or key in self._played_once
         self.runtime = self._new_runtime(task)
         self.checker = EpisodeChecker(task, self._truth_for(task))
         self.messages: list[dict[str, Any]] = []
@@ -283,7 +284,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
             self._stateless,
             validate=self.config.validate_args,
             hooks=self._hooks,
-            snapshots=self._snapshots,
+            snapshots=self._snapshots if self._replay else None,
         )
 
     def _protocol(self, seed: int | None) -> dict[str, Any]:
