@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from textual.pilot import Pilot  # noqa: E402
 
-from tests.tui.conftest import DATA, make_app, settle, wait_for  # noqa: E402
+from tests.tui.conftest import DATA, make_app, settle, shown, wait_for  # noqa: E402
 
 SIZE = (120, 40)
 
@@ -25,6 +25,8 @@ SIZE = (120, 40)
 async def _live(pilot: Pilot) -> None:
     screen = pilot.app.screen
     await wait_for(pilot, lambda: len(screen.metrics.rows) == 12 and len(screen.store.summaries) == 10)
+    await shown(pilot, "step 12", "12 rows · 10 rollouts")  # the redraw lags the follower's read
+    await pilot.pause()
 
 
 async def _episode(pilot: Pilot) -> None:
