@@ -23,6 +23,12 @@ OK_BODY = {
 }
 
 
+TIMEOUT_S = 2.0
+"""The agent's timeout: wide enough that a loaded machine answers the other requests in time."""
+HANG_S = 2 * TIMEOUT_S
+"""How long a 'hang' holds its answer: past the timeout, so the agent gives up first."""
+
+
 class FaultyServer:
     """Answers POST /v1/chat/completions following a script: 429, 500, 400, 'hang', or 'ok'."""
 
@@ -42,7 +48,7 @@ class FaultyServer:
                 server.requests.append(body)
                 action = server.script.pop(0) if server.script else server.default
                 if action == "hang":
-                    time.sleep(1.5)
+                    time.sleep(HANG_S)
                     action = "ok"
                 if action == "ok":
                     status, payload = 200, server.body
@@ -84,7 +90,12 @@ def server_factory():
 def agent_for(server, attempts=5):
     return OpenAIAgent(
         OpenAIAgentConfig(
-            model="m", base_url=server.url, timeout_s=0.5, max_attempts=attempts, backoff_s=0.01, backoff_max_s=0.05
+            model="m",
+            base_url=server.url,
+            timeout_s=TIMEOUT_S,
+            max_attempts=attempts,
+            backoff_s=0.01,
+            backoff_max_s=0.05,
         )
     )
 
