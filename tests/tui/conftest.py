@@ -85,6 +85,18 @@ async def shown(pilot: Pilot, *snippets: str, absent: tuple[str, ...] = (), time
     raise AssertionError(f"after {timeout} s the screen lacks {missing} and shows {present}:\n{text}")
 
 
+async def live_fixture_shown(pilot: Pilot) -> None:
+    """Wait until the live view of ``DATA / "train_run"`` shows the whole fixture.
+
+    The follower thread reads the files before the UI thread redraws, so waiting for the read
+    alone can catch the screen in between on a loaded machine: wait for the redrawn status too.
+    """
+    screen = pilot.app.screen
+    await wait_for(pilot, lambda: len(screen.metrics.rows) == 12 and len(screen.store.summaries) == 10)
+    await shown(pilot, "step 12", "12 rows · 10 rollouts")
+    await pilot.pause()
+
+
 @pytest.fixture
 def data() -> Path:
     return DATA

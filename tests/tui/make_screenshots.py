@@ -17,16 +17,9 @@ sys.path.insert(0, str(ROOT))
 
 from textual.pilot import Pilot  # noqa: E402
 
-from tests.tui.conftest import DATA, make_app, settle, shown, wait_for  # noqa: E402
+from tests.tui.conftest import DATA, live_fixture_shown, make_app, settle  # noqa: E402
 
 SIZE = (120, 40)
-
-
-async def _live(pilot: Pilot) -> None:
-    screen = pilot.app.screen
-    await wait_for(pilot, lambda: len(screen.metrics.rows) == 12 and len(screen.store.summaries) == 10)
-    await shown(pilot, "step 12", "12 rows · 10 rollouts")  # the redraw lags the follower's read
-    await pilot.pause()
 
 
 async def _episode(pilot: Pilot) -> None:
@@ -44,7 +37,7 @@ async def _replay(pilot: Pilot) -> None:
 SHOTS: dict[str, tuple[tuple[Path, ...], Callable[[Pilot], Awaitable[None]]]] = {
     "tui-replay.svg": ((DATA / "run_a",), _replay),
     "tui-episode.svg": ((DATA / "run_a",), _episode),
-    "tui-live.svg": ((DATA / "train_run",), _live),
+    "tui-live.svg": ((DATA / "train_run",), live_fixture_shown),
     "tui-compare.svg": ((DATA / "run_a", DATA / "run_b"), settle),
 }
 

@@ -6,7 +6,7 @@ Nothing on screen depends on the clock: no clock in the header, no spinner, fixe
 
 from __future__ import annotations
 
-from tests.tui.conftest import DATA, make_app, settle, shown, wait_for
+from tests.tui.conftest import DATA, live_fixture_shown, make_app, settle
 
 SIZE = (120, 40)
 
@@ -31,15 +31,7 @@ def test_episode_at_first_failing_turn(snap_compare):
 def test_live_view(snap_compare):
     """The training run's plots and its latest rollouts."""
 
-    async def run_before(pilot):
-        screen = pilot.app.screen
-        await wait_for(pilot, lambda: len(screen.metrics.rows) == 12 and len(screen.store.summaries) == 10)
-        # The follower reads the files in its thread before the UI thread redraws: wait until the
-        # screen shows what was read (on a loaded machine the redraw lags the read).
-        await shown(pilot, "step 12", "12 rows · 10 rollouts")
-        await pilot.pause()
-
-    assert snap_compare(make_app(DATA / "train_run"), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(make_app(DATA / "train_run"), terminal_size=SIZE, run_before=live_fixture_shown)
 
 
 def test_compare_view(snap_compare):
