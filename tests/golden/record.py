@@ -140,11 +140,11 @@ def token_rollout() -> dict[str, Any]:
     """The token-sequence loop (what the TRL adapter's rollout function runs) with scripted writers."""
     from tooluse_agents.grpo.rollouts import before_last_turn
     from tooluse_agents.grpo.tasks import bfcl_pool, env_factory, prompts_for
-    from tooluse_gym.tasks import bfcl
     from tooluse_agents.oracle import END_OF_TURN, OracleAgent
     from tooluse_agents.rollout import RolloutJob
     from tooluse_gym.envs.knobs import Knobs
     from tooluse_gym.integrations.sequence import Sample, play, with_scripted
+    from tooluse_gym.tasks import bfcl
     from tooluse_gym.wrappers.rendered_prompt import load_tokenizer
 
     tokenizer = load_tokenizer("smollm2-135m")
@@ -171,7 +171,11 @@ def token_rollout() -> dict[str, Any]:
             normalize({
                 "prompt_ids": [len(e.prompt_ids), digest(e.prompt_ids)],
                 "completion_ids": [len(e.completion_ids), digest(e.completion_ids)],
-                "logprobs": digest(e.logprobs), "env_mask": [sum(e.env_mask), digest(e.env_mask)], "record": dict(e.record), "checker": e.checker, "untrained": e.untrained,
+                "logprobs": digest(e.logprobs),
+                "env_mask": [sum(e.env_mask), digest(e.env_mask)],
+                "record": dict(e.record),
+                "checker": e.checker,
+                "untrained": e.untrained,
             })
             for e in episodes
         ]
