@@ -129,13 +129,13 @@ def _overrides(knobs: Any, base: Any) -> str:
 # --- metrics.jsonl keys -------------------------------------------------------------------------
 
 METRIC_SOURCES = (
-    "agents/records.py",
-    "agents/grpo/trainer.py",
-    "agents/grpo/plan.py",
-    "agents/grpo/greso.py",
-    "agents/grpo/screen.py",
-    "agents/grpo/loss.py",
-    "agents/grpo/update.py",
+    "tooluse_agents/records.py",
+    "tooluse_agents/grpo/trainer.py",
+    "tooluse_agents/grpo/plan.py",
+    "tooluse_agents/grpo/greso.py",
+    "tooluse_agents/grpo/screen.py",
+    "tooluse_agents/grpo/loss.py",
+    "tooluse_agents/grpo/update.py",
 )
 _NAMESPACES = ("rollout", "groups", "filter", "subsample", "screen", "time", "perf", "loss", "update", "dist", "eval")
 _KEY = re.compile(rf"^({'|'.join(_NAMESPACES)})/[a-z0-9_]*$")
@@ -227,7 +227,7 @@ def metrics_page() -> str:
     if stale:
         raise SystemExit(f"gen_pages: METRIC_DOCS describes keys the trainer no longer writes: {stale}")
     return (
-        HEADER.format(source="`tooluse_agents.records.METRIC_KEYS` and the trainer's source (`agents/grpo/`)")
+        HEADER.format(source="`tooluse_agents.records.METRIC_KEYS` and the trainer's source (`tooluse_agents/grpo/`)")
         + "# `metrics.jsonl` keys\n\n"
         + "`tooluse-train` appends one JSON object per training step to `RUN_DIR/metrics.jsonl` "
         + "([`MetricsRecord`][tooluse_agents.records.MetricsRecord] reads it; `tooluse-tui RUN_DIR` plots it live). "
@@ -286,11 +286,11 @@ def _clis() -> list[tuple[str, str, Callable[..., Any], list[str]]]:
     from tooluse_tui.app import main as tui_main
 
     return [
-        ("tooluse-eval", "agents/cli.py", eval_main, []),
-        ("tooluse-train", "agents/grpo/cli.py", train_main, ["CONFIG"]),
-        ("tooluse-train prefilter", "agents/grpo/prefilter.py", prefilter.main, []),
-        ("tooluse-serve", "agents/serve.py", serve.main, []),
-        ("tooluse-tui", "tui/app.py", tui_main, []),
+        ("tooluse-eval", "tooluse_agents/cli.py", eval_main, []),
+        ("tooluse-train", "tooluse_agents/grpo/cli.py", train_main, ["CONFIG"]),
+        ("tooluse-train prefilter", "tooluse_agents/grpo/prefilter.py", prefilter.main, []),
+        ("tooluse-serve", "tooluse_agents/serve.py", serve.main, []),
+        ("tooluse-tui", "tooluse_tui/app.py", tui_main, []),
         ("tooluse-scenarios", "tooluse_gym/tasks/scenario_cli.py", scenario_cli.main, []),
     ]
 

@@ -8,7 +8,7 @@ from typing import Any
 from pages_common import DOCS, _load, _not_measured, _table
 
 NAME = "protocol_sensitivity.json"
-COMMAND = "python benchmarks/protocol_sensitivity.py run && python benchmarks/protocol_sensitivity.py report"
+COMMAND = "python -m experiments.protocol_sensitivity run && python -m experiments.protocol_sensitivity report"
 
 # What the paper measured for a change of the base, as (low, high) points of (change - base) on BFCL
 # multi-turn, or None where it has no figure for that change. The base is the stronger protocol in

@@ -21,7 +21,7 @@ def _curve(arm: dict[str, Any]) -> str:
 def efficiency_table(name: str) -> str:
     data = _load(name)
     if data is None:
-        return _not_measured(name, "python benchmarks/grpo_efficiency.py --plot")
+        return _not_measured(name, "python -m experiments.grpo_efficiency --plot")
     arms = ("vanilla", "efficient")
     v, e = (data[a] for a in arms)
 
@@ -312,12 +312,12 @@ def speed_summary() -> str:
 
 def efficiency_v2_summary() -> str:
     """The pre-registered study's verdicts and per-seed rows, from its report (demoted under the page's heading)."""
-    from tooluse_agents.experiments.efficiency_figures import markdown
+    from experiments.efficiency_figures import markdown
 
     name = "grpo_efficiency_v2.json"
     report = _load(name)
     if report is None:
-        return _not_measured(name, "python benchmarks/grpo_efficiency_v2.py report")
+        return _not_measured(name, "python -m experiments.efficiency_v2 report")
     plot = DOCS / "grpo-efficiency-v2.png"
     text = markdown(report, RESULTS / name, plot)
     lines = [("##" + line) if line.startswith("#") else line for line in text.splitlines()[1:]]

@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from tooluse_agents.experiments import protocol_sensitivity as ps
+from experiments import protocol_sensitivity as ps
 
 
 def test_the_preregistered_grid_is_the_base_then_one_change_at_a_time():

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tooluse_agents.experiments import efficiency_v2 as v2
-from tooluse_agents.experiments.prereg import PreregError, load_prereg, uncommitted
+from experiments import efficiency_v2 as v2
+from experiments.prereg import PreregError, load_prereg, uncommitted
 
 FIXTURE = Path(__file__).with_name("prereg_v2.yaml")
 PROMPTS = [f"p{i}" for i in range(8)]

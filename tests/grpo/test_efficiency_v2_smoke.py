@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tooluse_agents.experiments import efficiency_v2 as v2
-from tooluse_agents.experiments import start_eval
+from experiments import efficiency_v2 as v2
+from experiments import start_eval
 
 FIXTURE = Path(__file__).with_name("prereg_v2.yaml")
 ARMS = ("vanilla", "paper", "selective")

@@ -179,7 +179,7 @@ def test_ppo_learns_above_random_on_a_small_task_set():
     pytest.importorskip("stable_baselines3")
     import torch
 
-    from tooluse_agents.experiments.sb3_baselines import model_policy, train_model
+    from experiments.sb3_baselines import model_policy, train_model
 
     torch.set_num_threads(1)
     tasks = TASKS[:2]

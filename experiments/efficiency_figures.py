@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tooluse_agents.experiments.prereg import shown
+from experiments.prereg import shown
 
 COLORS = ("#888888", "#1f77b4", "#d62728", "#2ca02c", "#9467bd")
 STYLES = ("-", "--", ":", "-.")

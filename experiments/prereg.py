@@ -7,7 +7,7 @@ after a run is a new version (a new file with its reason), never an edit. Schema
 
     version: 2
     study: grpo_efficiency_v2
-    base_config: agents/grpo/configs/cpu_curriculum.yaml
+    base_config: tooluse_agents/grpo/configs/cpu_curriculum.yaml
     start_model: runs/weakstart/model
     seeds: [0, 1, 2]
     budget_s: 1800
@@ -25,7 +25,7 @@ after a run is a new version (a new file with its reason), never an edit. Schema
     projection: {update_token_cost_ratios: [1, 3, 5]}
 
 Every target other than ``start``, ``gain_ref`` and ``primary`` is a held-out reward to reach
-(``T50``, ``T75``); the rules name only what `tooluse_agents.experiments.efficiency_stats` implements.
+(``T50``, ``T75``); the rules name only what `experiments.efficiency_stats` implements.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]  # the checkout: agents/experiments/ -> .
+ROOT = Path(__file__).resolve().parents[1]  # the checkout: experiments/ -> .
 DEFAULT_PREREG = ROOT / "benchmarks" / "preregistered" / "grpo_efficiency_v2.yaml"
 BASELINE = "vanilla"
 """The arm every other is compared with."""
@@ -64,6 +64,18 @@ KNOWN_RULES = {
     "speedup": {"mean": "geometric", "faster_only_if": "every_seed"},
     "no_loss": {"test": "mcnemar_exact_two_sided", "mean_margin": "one_paired_se"},
 }
+
+
+MOVED = {"agents/": "tooluse_agents/"}
+"""Paths in committed pre-registrations that have moved since (the files stay byte-identical; loading maps them)."""
+
+
+def current_path(path: str) -> str:
+    """`path` as named in a pre-registration, mapped to where that file is now."""
+    for old, new in MOVED.items():
+        if path.startswith(old):
+            return new + path[len(old) :]
+    return path
 
 
 class PreregError(ValueError):
@@ -164,7 +176,7 @@ def load_prereg(path: str | Path) -> Prereg:
     return Prereg(
         path=path,
         data=data,
-        base_config=str(data["base_config"]),
+        base_config=current_path(str(data["base_config"])),
         start_model=str(data["start_model"]),
         seeds=tuple(seeds),
         budget_s=float(data["budget_s"]),

@@ -5,9 +5,9 @@ Every choice is in the pre-registration file (default
 driver only runs what it says and reports it beside the paper's figures.
 
     make warmstart                                                   # the model (~25 min on 2 cores)
-    python benchmarks/protocol_sensitivity.py run                    # every configuration (resumes)
-    python benchmarks/protocol_sensitivity.py run --grpo-model runs/X/final_model   # + a trained model's base row
-    python benchmarks/protocol_sensitivity.py report                 # JSON + figure from the run folders
+    python -m experiments.protocol_sensitivity run                    # every configuration (resumes)
+    python -m experiments.protocol_sensitivity run --grpo-model runs/X/final_model   # + a trained model's base row
+    python -m experiments.protocol_sensitivity report                 # JSON + figure from the run folders
 
 **run** plays, under ``--out`` (default ``runs/protocol-sensitivity``): the one-factor-at-a-time sweep
 on the curriculum's held-out split (`tooluse_agents.sweep.run_vary`: the base protocol with the base
@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from tooluse_agents.experiments.prereg import ROOT, checkout, git, shown, uncommitted
+from experiments.prereg import ROOT, checkout, git, shown, uncommitted
 
 DEFAULT_PREREG = ROOT / "benchmarks" / "preregistered" / "protocol_sensitivity_v1.yaml"
 RESULT = ROOT / "benchmarks" / "results" / "protocol_sensitivity.json"
@@ -208,7 +208,9 @@ def report(args: argparse.Namespace) -> int:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="benchmarks/protocol_sensitivity.py", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.protocol_sensitivity", description=__doc__.splitlines()[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("run", "report"):
         p = sub.add_parser(name)
@@ -227,3 +229,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     return run(args) if args.command == "run" else report(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

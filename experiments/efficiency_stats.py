@@ -1,4 +1,4 @@
-"""The statistics of the time-to-accuracy study (`tooluse_agents.experiments.efficiency_v2`): pure functions.
+"""The statistics of the time-to-accuracy study (`experiments.efficiency_v2`): pure functions.
 
 Every rule here is the pre-registered one (``benchmarks/preregistered/grpo_efficiency_v2.yaml``;
 the reasoning behind each is in the Dec 2026 research note on selective rollouts, §3):

@@ -1,13 +1,13 @@
 """The pre-registered GRPO efficiency study (v2): vanilla vs the paper's filter vs selective rollouts, 3 seeds.
 
-Every choice is in the pre-registration file (`tooluse_agents.experiments.prereg`, default
+Every choice is in the pre-registration file (`experiments.prereg`, default
 ``benchmarks/preregistered/grpo_efficiency_v2.yaml``), committed before the first timed run; this
 harness only runs what it says and reports against its criteria.
 
-    python benchmarks/grpo_efficiency_v2.py run --seed 0 --commit     # every arm of seed 0 (~2.5 h on 2 cores)
-    python benchmarks/grpo_efficiency_v2.py report                    # the report from whatever results exist
-    python benchmarks/grpo_efficiency_v2.py run --short --out /tmp/v2-smoke && \\
-        python benchmarks/grpo_efficiency_v2.py report --short --out /tmp/v2-smoke   # a few minutes: proves it works
+    python -m experiments.efficiency_v2 run --seed 0 --commit     # every arm of seed 0 (~2.5 h on 2 cores)
+    python -m experiments.efficiency_v2 report                    # the report from whatever results exist
+    python -m experiments.efficiency_v2 run --short --out /tmp/v2-smoke && \\
+        python -m experiments.efficiency_v2 report --short --out /tmp/v2-smoke   # a few minutes: proves it works
 
 **run** trains each arm of one seed in its own process (``python -m tooluse_agents.grpo.cli BASE_CONFIG
 OVERRIDES --no-progress``, run folder ``runs/grpo-efficiency-v2/seed{S}/{arm}``) with the
@@ -15,7 +15,7 @@ pre-registration's ``common`` and the arm's overrides, then the harness's own: t
 folder, the start model, the budget, evaluations at every ``eval_every_train_s`` training seconds
 (greedy, one sample per held-out prompt; evaluation time is not training time). As soon as an arm
 finishes, its result is written to ``benchmarks/results/grpo_efficiency_v2/seed{S}_{arm}.json``
-(`tooluse_agents.experiments.run_summary`, with the machine, ``runtime.json``, the resolved config and the
+(`experiments.run_summary`, with the machine, ``runtime.json``, the resolved config and the
 pre-registration's path, commit and sha256) and, with ``--commit``, committed alone. So a study
 can span sessions: a (seed, arm) whose result exists is skipped, and a killed arm's run folder is
 resumed by the trainer from its last checkpoint (training time counts across the resume).
@@ -27,7 +27,7 @@ Arms of one seed must run on one machine (each result records its CPU; the repor
 whose arms differ) with nothing else running: the arms run one after the other, not interleaved,
 and each result records the load average before and after.
 
-**The start evaluation** (`tooluse_agents.experiments.start_eval`) runs once: the first arm (of the
+**The start evaluation** (`experiments.start_eval`) runs once: the first arm (of the
 study, on this machine and code) runs it, and a later arm whose start-evaluation inputs hash the
 same starts with ``eval.at_start=false`` and its result carries the recorded one (``shared_from``).
 ``--start-eval every`` runs it in every arm and records whether it matched.
@@ -38,7 +38,7 @@ SmolLM2-135M as the start), with everything under ``--out``: a smoke test, not a
 alone accepts ``--start-model``, ``--budget-s``, ``--eval-every-s`` and ``--set``, and it does not
 require the pre-registration file to be committed.
 
-**report** (`tooluse_agents.experiments.efficiency_report`) regenerates ``benchmarks/results/
+**report** (`experiments.efficiency_report`) regenerates ``benchmarks/results/
 grpo_efficiency_v2.json``, ``.md`` and ``docs/grpo-efficiency-v2.png`` from the results there.
 """
 
@@ -58,8 +58,8 @@ from typing import Any, TypedDict
 
 import yaml
 
-from tooluse_agents.experiments import run_summary, start_eval
-from tooluse_agents.experiments.prereg import (
+from experiments import run_summary, start_eval
+from experiments.prereg import (
     DEFAULT_PREREG,
     ROOT,
     Prereg,
@@ -349,7 +349,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    from tooluse_agents.experiments.efficiency_report import write_report
+    from experiments.efficiency_report import write_report
 
     prereg = load_prereg(args.prereg)
     settings = settings_for(args, prereg)

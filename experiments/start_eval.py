@@ -12,8 +12,8 @@ runs before it. `start_key` collects every one of those inputs:
   training sampling temperature and the screen, and the policy's dtype, autocast, device, LoRA and
   thread settings (the hf engine generates with the policy itself);
 - the seed, only when the evaluation samples (temperature above 0);
-- the sha256 of every ``*.py`` file under ``tooluse_gym/`` and ``agents/`` (except
-  ``agents/experiments/``, the study's own code), as they are on disk;
+- the sha256 of every ``*.py`` file under ``tooluse_gym/`` and ``tooluse_agents/`` (except
+  ``experiments/``, the study's own code), as they are on disk;
 - the machine (`tooluse_agents.dtypes.machine`: CPU model, bf16 flags, cores).
 
 An arm reuses a recorded start evaluation only when its key's sha256 equals the recorded one's;
@@ -32,10 +32,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from tooluse_agents.experiments.prereg import ROOT, shown
+from experiments.prereg import ROOT, shown
 
-CODE_DIRS = ("tooluse_gym", "agents")
-NOT_CODE = ("agents/experiments/",)
+CODE_DIRS = ("tooluse_gym", "tooluse_agents")
+NOT_CODE = ("experiments/",)
 
 
 def _hash_files(files: Iterable[Path], base: Path) -> str:

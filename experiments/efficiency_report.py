@@ -1,8 +1,8 @@
 """The v2 efficiency study's report: every pre-registered figure and criterion from the result files so far.
 
-`build_report` reads ``seed{S}_{arm}.json`` (`tooluse_agents.experiments.efficiency_v2`) and recomputes
+`build_report` reads ``seed{S}_{arm}.json`` (`experiments.efficiency_v2`) and recomputes
 everything from their raw data (curves, per-prompt outcomes, per-step counts) with
-`tooluse_agents.experiments.efficiency_stats`. Only results made under the current pre-registration
+`experiments.efficiency_stats`. Only results made under the current pre-registration
 (same sha256 of its contents) count; any other is listed under ``excluded``.
 
 Verdicts, one per pre-registered criterion (per arm where it compares arms):
@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tooluse_agents.experiments import efficiency_stats as st
-from tooluse_agents.experiments.prereg import BASELINE, Prereg, provenance, shown
-from tooluse_agents.experiments.run_summary import counts, crossing, outcomes_at, seed_arm_stats
+from experiments import efficiency_stats as st
+from experiments.prereg import BASELINE, Prereg, provenance, shown
+from experiments.run_summary import counts, crossing, outcomes_at, seed_arm_stats
 
 MET, NOT_MET, UNDECIDED = "met", "not met", "not yet decidable"
 PER_SEED_TOTALS = (
@@ -276,7 +276,7 @@ def build_report(prereg: Prereg, folder: Path) -> dict[str, Any]:
 
 def write_report(prereg: Prereg, folder: Path, json_path: Path, md_path: Path, plot_path: Path) -> dict[str, Any]:
     """Build the report and write its JSON, its markdown summary and its plot."""
-    from tooluse_agents.experiments.efficiency_figures import markdown, plot
+    from experiments.efficiency_figures import markdown, plot
 
     report = build_report(prereg, folder)
     json_path.parent.mkdir(parents=True, exist_ok=True)

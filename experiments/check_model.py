@@ -1,7 +1,7 @@
 """The model of the distributed training check: the tiny random Llama, taught the check's answers a little.
 
-    python -m tooluse_agents.grpo.check_model runs/check-model      # ~30 s on 2 cores; then
-    torchrun --standalone --nproc-per-node 2 -m tooluse_agents.grpo.cli agents/grpo/configs/cpu_distributed_check.yaml
+    python -m experiments.check_model runs/check-model      # ~30 s on 2 cores; then
+    tooluse-train --nproc 2 tooluse_agents/grpo/configs/cpu_distributed_check.yaml
 
 GRPO moves the weights only on groups whose rewards differ, and the tiny random model's
 output is noise, never a tool call. A few Adam steps on the check tasks' answers
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-CHECK_SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios" / "checks" / "tiny_math.yaml"
+CHECK_SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios" / "checks" / "tiny_math.yaml"
 TARGET = 0.15
 """Each answer's probability to stop at: a group of 4 is then mixed about half the time (1 - 0.85^4 - 0.15^4)."""
 
@@ -78,7 +78,7 @@ def build(folder: str | Path, scenarios: str | Path = CHECK_SCENARIOS, target: f
 def main(argv: Sequence[str] | None = None) -> int:
     """Teach the tiny check model its answers; returns the exit status."""
     parser = argparse.ArgumentParser(
-        prog="python -m tooluse_agents.grpo.check_model", description=__doc__.splitlines()[0]
+        prog="python -m experiments.check_model", description=__doc__.splitlines()[0]
     )
     parser.add_argument("folder", nargs="?", default="runs/check-model")
     parser.add_argument("--scenarios", default=str(CHECK_SCENARIOS))

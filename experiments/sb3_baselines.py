@@ -1,7 +1,7 @@
 """Classic-RL baselines: stable-baselines3 PPO and DQN on the candidate-action env, next to a random policy.
 
-    python -m tooluse_agents.experiments.sb3_baselines --out runs/sb3-baselines         # curriculum train -> held-out
-    python -m tooluse_agents.experiments.sb3_baselines --timesteps 5000 --seeds 0 --algorithms random ppo
+    python -m experiments.sb3_baselines --out runs/sb3-baselines         # curriculum train -> held-out
+    python -m experiments.sb3_baselines --timesteps 5000 --seeds 0 --algorithms random ppo
 
 Each algorithm is trained on the train split's scenarios wrapped in `CandidateActions` (a
 `Discrete(K)` choice among candidate messages, see its docstring for what that setting leaks),

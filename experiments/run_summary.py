@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tooluse_agents.experiments import efficiency_stats as st
+from experiments import efficiency_stats as st
 from tooluse_agents.jsonl import read_jsonl
 
 EVAL_KEY = "eval/heldout_reward"

@@ -37,8 +37,8 @@ of update tokens with zero advantage, the rollout/update/sync split, prompts ski
 rollouts generated vs used. A speed-up is reported only when vanilla's held-out gain (final minus start)
 exceeds twice its standard error: a target that evaluation noise alone could reach measures nothing.
 
-    python benchmarks/grpo_efficiency.py --out runs/grpo-efficiency --plot     # ~2.1 h on 2 cores
-    python benchmarks/grpo_efficiency.py --short --out /tmp/grpo-eff-short     # a few minutes: proves it works
+    python -m experiments.grpo_efficiency --out runs/grpo-efficiency --plot     # ~2.1 h on 2 cores
+    python -m experiments.grpo_efficiency --short --out /tmp/grpo-eff-short     # a few minutes: proves it works
 
 The plot (held-out reward vs training time, both arms, the target line; the time split) is written
 only with ``--plot [PATH]`` (default path ``docs/grpo-efficiency.png``), so a smoke run never
@@ -62,9 +62,9 @@ from typing import Any
 from tooluse_agents.jsonl import read_jsonl
 from tooluse_agents.records import MetricsRecord, read_episodes, read_metrics
 
-ROOT = Path(__file__).resolve().parents[2]  # the checkout: agents/experiments/ -> .
+ROOT = Path(__file__).resolve().parents[1]  # the checkout: experiments/ -> .
 
-BASE_CONFIG = ROOT / "agents" / "grpo" / "configs" / "cpu_curriculum.yaml"
+BASE_CONFIG = ROOT / "tooluse_agents" / "grpo" / "configs" / "cpu_curriculum.yaml"
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "grpo_efficiency.json"
 DEFAULT_PLOT = ROOT / "docs" / "grpo-efficiency.png"
 WARMUP = "scenarios/curriculum/warmup.yaml"
