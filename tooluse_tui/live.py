@@ -228,9 +228,13 @@ class LiveScreen(EpisodeHost, Screen[None]):
                 return
 
     def on_run_updated(self, message: RunUpdated) -> None:
-        """Redraw the panels and the latest rollouts."""
+        """Redraw the panels and the latest rollouts.
+
+        A panel can grow (its ``latest`` line appears once the run writes that metric), so the layout is
+        recomputed too: a plain refresh would clip the new line.
+        """
         for panel in self.query(MetricPanel):
-            panel.refresh()
+            panel.refresh(layout=True)
         table = self.query_one("#rollouts", RowTable)
         table.set_items(self.store.summaries[-LATEST:][::-1], keep=table.current)
         self._describe()
