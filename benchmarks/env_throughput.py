@@ -39,7 +39,6 @@ from pathlib import Path
 import gymnasium as gym
 
 import tooluse_gym  # noqa: F401
-from tooluse_agents.oracle import OracleAgent
 from tooluse_gym.tasks import bfcl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,15 +93,16 @@ def _make_envs(decoder: str) -> dict[str, gym.Env]:
 
 def oracle_scripts(task_ids: list[str]) -> dict[str, list[str]]:
     """The oracle's messages for every task (the same under both decoders), written once, before timing."""
-    envs, agent, scripts = _make_envs("bfcl"), OracleAgent(), {}
+    envs, scripts = _make_envs("bfcl"), {}
     for task_id in task_ids:
         env = envs[_category(task_id)]
-        observation, _ = env.reset(seed=0, options={"task_id": task_id})
+        _, start = env.reset(seed=0, options={"task_id": task_id})
+        task, tool_format, info = start["task"], start["protocol"]["tool_format"], start
         messages: list[str] = []
         done = False
         while not done:
-            messages.append(agent.act(env, observation))
-            observation, _, terminated, truncated, _ = env.step(messages[-1])
+            messages.append(task.reference_message(info["turn"], info["steps_in_turn"], tool_format))
+            _, _, terminated, truncated, info = env.step(messages[-1])
             done = terminated or truncated
         scripts[task_id] = messages
     return scripts

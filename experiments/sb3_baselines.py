@@ -37,8 +37,8 @@ from torch import nn
 
 import tooluse_gym  # noqa: F401  (registers the env ids)
 from tooluse_agents.episode import EpisodeWriter, episode_record
+from tooluse_agents.integrations.chat_episode import task_ids_of
 from tooluse_agents.results import format_table, summarize
-from tooluse_gym.integrations.chat_episode import task_ids_of
 from tooluse_gym.wrappers.candidates import CandidateActions, CandidateConfig
 from tooluse_gym.wrappers.features import CANDIDATE_FEATURES, CONTEXT_FEATURES
 
@@ -215,16 +215,16 @@ def play(
     records = []
     for task_id in task_ids:
         start = time.perf_counter()
-        obs, info = env.reset(seed=seed, options={"task_id": task_id})
-        protocol = info["protocol"]
-        picks = []
+        obs, reset_info = env.reset(seed=seed, options={"task_id": task_id})
+        picks, infos = [], []
         while True:
             obs, _, terminated, truncated, info = env.step(policy(obs))
             picks.append(info["candidate_correct"])
+            infos.append(info)
             if terminated or truncated:
                 break
         record = episode_record(
-            env.unwrapped, protocol=protocol, seed=seed, agent=agent, costs=[], duration_s=time.perf_counter() - start
+            reset_info, infos, seed=seed, agent=agent, costs=[], duration_s=time.perf_counter() - start
         )
         record["candidate_accuracy"] = sum(picks) / len(picks)
         records.append(record)

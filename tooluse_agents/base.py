@@ -51,6 +51,11 @@ class AgentRequest:
         turn: Current user turn.
         steps_in_turn: Executing steps already taken in this turn.
         tool_format: ``python`` or ``json``: what the env parses.
+        episode: The rollout loop's number for the episode (unique within one run of the loop): an
+            agent that keeps state per episode (a token sequence) keys it by this.
+        prompt_token_ids: Token ids to continue instead of rendering the observation (set by
+            `tooluse_agents.integrations.token_sequences`; token-level agents honour it).
+        max_tokens: This request's cap on new tokens, below the sampling settings' (None: theirs).
     """
 
     observation: Mapping[str, Any]
@@ -59,6 +64,9 @@ class AgentRequest:
     turn: int = 0
     steps_in_turn: int = 0
     tool_format: str = "python"
+    episode: int = 0
+    prompt_token_ids: tuple[int, ...] | None = None
+    max_tokens: int | None = None
 
 
 @dataclass(frozen=True)

@@ -34,21 +34,29 @@ class StepCost:
 
 
 def episode_record(
-    env: Any,
+    reset_info: Mapping[str, Any],
+    step_infos: Sequence[Mapping[str, Any]],
     *,
-    protocol: Mapping[str, Any],
     seed: int,
     agent: Mapping[str, Any],
     costs: Sequence[StepCost],
     error: AgentError | None = None,
     duration_s: float = 0.0,
 ) -> dict[str, Any]:
-    """The JSON record (`tooluse_agents.records.EpisodeRecord`) of the episode that just ended in `env` (unwrapped)."""
-    task = env.task
-    result = env.result
-    verdicts = {v.turn: v.to_dict() for v in result.turns} if result is not None else {}
+    """The JSON record (`tooluse_agents.records.EpisodeRecord`) of an episode, from what the env returned.
+
+    A pure function of the reset's `info` (the task and the protocol card), the `info` of each
+    step in order (its ``step_record``, and ``checker`` at the end) and what each message cost,
+    as Gymnasium's `RecordEpisodeStatistics` builds its statistics from what `step` returns.
+    An episode the env did not end (an agent or env error) has no checker verdict.
+    """
+    task = reset_info["task"]
+    final = step_infos[-1].get("checker") if step_infos else None
+    verdicts = {v["turn"]: v for v in final["turns"]} if final is not None else {}
     steps: dict[int, list[StepEntry]] = {}
-    for index, (step, cost) in enumerate(zip(env.step_log, _pad(costs, len(env.step_log)), strict=True)):
+    padded = _pad(costs, len(step_infos))
+    for index, (info, cost) in enumerate(zip(step_infos, padded, strict=True)):
+        step = info["step_record"]
         entry = StepEntry(
             turn=step.turn,
             index=index,
@@ -72,14 +80,14 @@ def episode_record(
         for t in range(max(steps) + 1 if steps else 0)
     )
     checker = None
-    if result is not None:
-        checker = {"valid": result.valid, "error_type": result.error_type, "error_message": result.error_message}
+    if final is not None:
+        checker = {k: final[k] for k in ("valid", "error_type", "error_message")}
     return EpisodeRecord(
         task_id=task.task_id,
-        reward=1.0 if result is not None and result.valid and error is None else 0.0,
+        reward=1.0 if final is not None and final["valid"] and error is None else 0.0,
         category=task.category,
         seed=seed,
-        protocol=dict(protocol),
+        protocol=dict(reset_info["protocol"]),
         agent=dict(agent),
         turns=turns,
         num_turns=task.num_turns,

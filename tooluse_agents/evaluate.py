@@ -30,7 +30,7 @@ from tooluse_agents.results import (
 )
 from tooluse_agents.rollout import Episode, RolloutJob, resolve_schedule, run_rollouts
 from tooluse_gym.envs.knobs import Knobs
-from tooluse_gym.envs.tool_env import tool_use_env
+from tooluse_gym.envs.tool_env import protocol_card
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl, evenly_spaced
 from tooluse_gym.tasks.known_issues import KnownIssues, load_known_issues
@@ -237,7 +237,9 @@ def run_eval(
     def make_env() -> gym.Env:
         return gym.make(config.env_id, task_ids=task_ids, **config.env_kwargs(), **config.protocol)
 
-    card = ProtocolCard.from_dict({**tool_use_env(make_env()).protocol.to_dict(), "seed": None})
+    probe = make_env()
+    card = ProtocolCard.from_dict({**protocol_card(probe).to_dict(), "seed": None})
+    probe.close()
     for e in done:
         if ProtocolCard.from_dict(dict(e.protocol)).differences(card):
             raise RunConflict(f"{episodes_path} holds episodes of another protocol; use another --out or --force")

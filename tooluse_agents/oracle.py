@@ -11,12 +11,10 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-import gymnasium as gym
-
 from tooluse_agents.base import AgentRequest, Generation, SamplingConfig
-from tooluse_gym.prompts import json_call_block
+from tooluse_gym.tasks.task import END_OF_TURN
 
-END_OF_TURN = "Done."
+__all__ = ["END_OF_TURN", "OracleAgent"]
 
 
 class OracleAgent:
@@ -48,18 +46,7 @@ class OracleAgent:
         """
         if request.task is None:
             raise ValueError("the oracle needs the task in its request")
-        calls = request.task.ground_truth[request.turn]
-        if request.steps_in_turn > 0 or not calls:
-            return END_OF_TURN
-        if request.tool_format == "python":
-            return "[" + ", ".join(c.render() for c in calls) + "]"
-        return "\n".join(json_call_block(c.name, dict(c.arguments)) for c in calls)
-
-    def act(self, env: gym.Env, observation: dict[str, Any]) -> str:
-        """The next message for a single env (convenience for scripts and tests)."""
-        from tooluse_agents.rollout import request_for
-
-        return self.message(request_for(env, observation, seed=0))
+        return request.task.reference_message(request.turn, request.steps_in_turn, request.tool_format)
 
     def describe(self) -> dict[str, Any]:
         """The agent's identity for result files."""
@@ -68,11 +55,3 @@ class OracleAgent:
     def close(self) -> None:
         """Nothing to release."""
 
-
-def run_episode(env: gym.Env, agent: OracleAgent, task_id: str, seed: int = 0) -> tuple[float, dict[str, Any]]:
-    """Play one episode with the oracle; returns the final reward and the final info."""
-    obs, info = env.reset(seed=seed, options={"task_id": task_id})
-    while True:
-        obs, reward, terminated, truncated, info = env.step(agent.act(env, obs))
-        if terminated or truncated:
-            return float(reward), info

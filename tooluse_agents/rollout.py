@@ -19,9 +19,10 @@ Two schedules, the same episodes (every request samples with its own positional 
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import deque
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +38,6 @@ from tooluse_agents.base import (
     request_seed,
 )
 from tooluse_agents.episode import StepCost, episode_record
-from tooluse_gym.envs.tool_env import tool_use_env
 
 SCHEDULES = ("auto", "async", "lockstep")
 
@@ -65,17 +65,33 @@ class RolloutJob:
     seed: int
 
 
-def request_for(env: gym.Env, observation: dict[str, Any], seed: int) -> AgentRequest:
-    """The agent request for an env's current position (the run seed becomes a per-request seed)."""
-    base = tool_use_env(env)
-    assert base.task is not None, "the env has not been reset"
+def request_for(
+    observation: Mapping[str, Any],
+    reset_info: Mapping[str, Any],
+    info: Mapping[str, Any],
+    seed: int,
+    *,
+    episode: int = 0,
+) -> AgentRequest:
+    """The agent request at an episode's current position, from what the env returned.
+
+    Args:
+        observation: The latest observation.
+        reset_info: The reset's `info` (the task and the protocol card).
+        info: The latest `info` (the reset's before the first step): ``turn`` and ``steps_in_turn``.
+        seed: The episode's seed; it becomes a per-request seed of the request's place in the episode.
+        episode: The loop's number for the episode (`AgentRequest.episode`).
+    """
+    task = reset_info["task"]
+    turn, steps = info["turn"], info["steps_in_turn"]
     return AgentRequest(
         observation=observation,
-        seed=request_seed(seed, base.task.task_id, base.turn, base.steps_in_turn),
-        task=base.task,
-        turn=base.turn,
-        steps_in_turn=base.steps_in_turn,
-        tool_format=base.config.tool_format,
+        seed=request_seed(seed, task.task_id, turn, steps),
+        task=task,
+        turn=turn,
+        steps_in_turn=steps,
+        tool_format=reset_info["protocol"]["tool_format"],
+        episode=episode,
     )
 
 
@@ -86,18 +102,25 @@ class Episode:
     Attributes:
         record: The JSON record.
         generations: One per assistant step of the record, in order (a scripted agent's carry no tokens).
+        checker: The env's final ``info["checker"]`` (per-turn verdicts included); None when the
+            episode stopped before the env ended it.
+        number: The loop's number for the episode (`AgentRequest.episode` of its requests).
     """
 
     record: dict[str, Any]
     generations: tuple[Generation, ...]
+    checker: Mapping[str, Any] | None = None
+    number: int = 0
 
 
 @dataclass
 class _Slot:
     env: gym.Env
     job: RolloutJob | None = None
+    number: int = 0
     observation: dict[str, Any] | None = None
-    protocol: dict[str, Any] = field(default_factory=dict)
+    reset_info: dict[str, Any] = field(default_factory=dict)
+    infos: list[dict[str, Any]] = field(default_factory=list)
     generations: list[Generation] = field(default_factory=list)
     started: float = 0.0
 
@@ -133,32 +156,35 @@ def run_rollouts(
     slots = [_Slot(make_env()) for _ in range(min(num_envs, len(queue)))]
     episodes: list[Episode] = []
     agent_info = agent.describe()
+    numbers = itertools.count()
 
     def finish(slot: _Slot, error: AgentError | None = None) -> None:
         assert slot.job is not None
-        base = tool_use_env(slot.env)
         record = episode_record(
-            base,
-            protocol=slot.protocol,
+            slot.reset_info,
+            slot.infos,
             seed=slot.job.seed,
             agent=agent_info,
             costs=[StepCost.of(g) for g in slot.generations],
             error=error,
             duration_s=time.perf_counter() - slot.started,
         )
-        episode = Episode(record, tuple(slot.generations[: len(base.step_log)]))
+        checker = slot.infos[-1].get("checker") if slot.infos else None
+        generations = tuple(slot.generations[: len(slot.infos)])
+        episode = Episode(record, generations, checker, slot.number)
         episodes.append(episode)
         if on_episode is not None:
             on_episode(episode)
         start(slot)
 
     def start(slot: _Slot) -> None:
-        slot.job, slot.generations = None, []
+        slot.job, slot.generations, slot.infos = None, [], []
         if queue:
-            slot.job = queue.popleft()
+            slot.job, slot.number = queue.popleft(), next(numbers)
             slot.started = time.perf_counter()
-            slot.observation, info = slot.env.reset(seed=slot.job.seed, options={"task_id": slot.job.task_id})
-            slot.protocol = info["protocol"]
+            slot.observation, slot.reset_info = slot.env.reset(
+                seed=slot.job.seed, options={"task_id": slot.job.task_id}
+            )
 
     for slot in slots:
         start(slot)
@@ -177,7 +203,8 @@ def run_rollouts(
 def _request(slot: _Slot) -> AgentRequest:
     """The request for a slot's episode in play (its job is set, its env reset)."""
     assert slot.job is not None and slot.observation is not None
-    return request_for(slot.env, slot.observation, slot.job.seed)
+    info = slot.infos[-1] if slot.infos else slot.reset_info
+    return request_for(slot.observation, slot.reset_info, info, slot.job.seed, episode=slot.number)
 
 
 def _play_lockstep(slots, agent, sampling, finish, on_batch) -> None:
@@ -249,9 +276,10 @@ def _advance(slot: _Slot, generation: Generation, finish: Callable[..., None]) -
         return
     slot.generations.append(generation)
     try:
-        slot.observation, _, terminated, truncated, _ = slot.env.step(generation.action)
+        slot.observation, _, terminated, truncated, info = slot.env.step(generation.action)
     except Exception as e:  # a bug must not lose the run: the episode records it
         finish(slot, AgentError("env_error", f"{type(e).__name__}: {e}"))
         return
+    slot.infos.append(info)
     if terminated or truncated:
         finish(slot)

@@ -39,9 +39,9 @@ from typing import Any
 import gymnasium as gym
 
 import tooluse_gym  # noqa: F401  (registers the environments)
-from tooluse_agents.base import chat_prompt
+from tooluse_agents.base import AgentRequest, Generation, SamplingConfig, chat_prompt
 from tooluse_agents.oracle import OracleAgent
-from tooluse_agents.rollout import request_for
+from tooluse_agents.rollout import RolloutJob, run_rollouts
 from tooluse_gym.tasks.scenario import load_scenario_set
 
 
@@ -102,36 +102,61 @@ class Example:
     completion_ids: tuple[int, ...]
 
 
+class _TokenizedOracle:
+    """The oracle's messages with the tokens SFT trains on: the rendered prompt, and the message closed by EOS."""
+
+    name = "oracle"
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.oracle = OracleAgent()
+
+    def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
+        """The ground-truth message of each request, with its prompt and completion token ids."""
+        out = []
+        for request in requests:
+            message = self.oracle.message(request)
+            prompt = self.tokenizer(chat_prompt(self.tokenizer, request.observation), add_special_tokens=False)
+            completion = [*self.tokenizer(message, add_special_tokens=False)["input_ids"], self.tokenizer.eos_token_id]
+            out.append(
+                Generation(text=message, prompt_token_ids=tuple(prompt["input_ids"]), token_ids=tuple(completion))
+            )
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        """The oracle's identity."""
+        return self.oracle.describe()
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
 def build_examples(config: SFTConfig, tokenizer: Any) -> list[Example]:
-    """Play the oracle through the scenario env and keep every step as an example."""
+    """Play the oracle through the scenario env (the rollout loop) and keep every step as an example."""
     tasks = load_scenario_set(config.scenarios).tasks
     if config.limit is not None:
         tasks = tasks[: config.limit]
-    env = gym.make(
-        "ToolUse-Scenario-v0",
-        path=config.scenarios,
-        system_prompt=config.system_prompt,
-        tool_format=config.tool_format,
+
+    def make_env() -> gym.Env:
+        return gym.make(
+            "ToolUse-Scenario-v0",
+            path=config.scenarios,
+            system_prompt=config.system_prompt,
+            tool_format=config.tool_format,
+        )
+
+    jobs = [RolloutJob(task.task_id, config.seed) for task in tasks]
+    episodes = run_rollouts(
+        make_env, _TokenizedOracle(tokenizer), jobs, sampling=SamplingConfig(), num_envs=1, schedule="lockstep"
     )
-    oracle = OracleAgent()
-    end = [tokenizer.eos_token_id]
     examples: list[Example] = []
-    try:
-        for task in tasks:
-            observation, _ = env.reset(seed=config.seed, options={"task_id": task.task_id})
-            reward, step, done = 0.0, 0, False
-            while not done:
-                message = oracle.message(request_for(env, observation, seed=config.seed))
-                prompt = tokenizer(chat_prompt(tokenizer, observation), add_special_tokens=False)["input_ids"]
-                completion = tokenizer(message, add_special_tokens=False)["input_ids"] + end
-                examples.append(Example(task.task_id, step, tuple(prompt), tuple(completion)))
-                observation, step_reward, terminated, truncated, _ = env.step(message)
-                reward = float(step_reward)
-                step, done = step + 1, terminated or truncated
-            if reward != 1.0:
-                raise RuntimeError(f"the ground truth of {task.task_id} does not replay to reward 1.0")
-    finally:
-        env.close()
+    for episode in episodes:
+        task_id = episode.record["task_id"]
+        if episode.record["reward"] != 1.0:
+            raise RuntimeError(f"the ground truth of {task_id} does not replay to reward 1.0")
+        for step, generation in enumerate(episode.generations):
+            assert generation.prompt_token_ids is not None and generation.token_ids is not None
+            examples.append(Example(task_id, step, generation.prompt_token_ids, generation.token_ids))
     return examples
 
 

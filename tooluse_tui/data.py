@@ -8,9 +8,7 @@ lines appended since the last call, and a torn fragment is read again until its 
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -19,37 +17,16 @@ from typing import Any
 
 from tooluse_agents.jsonl import FileHealth, JsonlFile, parse_object
 from tooluse_agents.records import MetricsRecord, RecordError
+from tooluse_gym.tasks.known_issues import KnownIssues, load_known_issues
 
 __all__ = ["EpisodeFilter", "EpisodeStore", "EpisodeSummary", "FileHealth", "JsonlFile", "MetricsLog", "select"]
 
-_REGISTRY_MODULE = "tooluse_gym.tasks.known_issues"
-
-
 @cache
-def known_issues() -> Any:
-    """The BFCL known-issues registry (`tooluse_gym.tasks.known_issues.KnownIssues`), or None.
-
-    Its module is loaded from its file when the package is not imported yet: importing the
-    `tooluse_gym` package registers the gym environments, which imports gymnasium. A
-    registry that cannot be found or read gives None (no task is marked).
-    """
-    module = sys.modules.get(_REGISTRY_MODULE)
+def known_issues() -> KnownIssues | None:
+    """The BFCL known-issues registry, or None when it cannot be read (no task is marked then)."""
     try:
-        if module is None:
-            package = importlib.util.find_spec("tooluse_gym")
-            locations = list(package.submodule_search_locations or []) if package else []
-            if not locations:
-                return None
-            spec = importlib.util.spec_from_file_location(
-                "_tui_known_issues", Path(locations[0]) / "tasks" / "known_issues.py"
-            )
-            if spec is None or spec.loader is None:
-                return None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
-        return module.load_known_issues()
-    except (OSError, ValueError, ImportError):
+        return load_known_issues()
+    except (OSError, ValueError):
         return None
 
 

@@ -15,7 +15,7 @@ import gymnasium as gym
 import pytest
 from gymnasium.utils import seeding
 
-from tooluse_agents.oracle import OracleAgent
+from tests.scripted import Reference
 from tooluse_gym.prompts import system_prompt_spec
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.task import Task
@@ -50,7 +50,7 @@ def test_seeded_reset_draws_as_gymnasium_does(make_env):
 def test_tool_schemas_per_task_equal_fresh_ones_and_are_not_shared(make_env):
     task_ids = ["multi_turn_miss_func_0", "multi_turn_miss_func_1", "multi_turn_miss_func_0"]
     env = make_env(category="miss_func", system_prompt="none")
-    oracle = OracleAgent()
+    oracle = Reference()
     seen = []
     for task_id in task_ids:
         obs, _ = env.reset(options={"task_id": task_id})

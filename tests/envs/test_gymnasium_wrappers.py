@@ -13,7 +13,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 from gymnasium.wrappers import PassiveEnvChecker, RecordEpisodeStatistics, TimeLimit
 
-from tooluse_agents.oracle import OracleAgent
+from tests.scripted import Reference
 from tooluse_gym.prompts import json_call_block
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.wrappers import RenderedPrompt
@@ -52,7 +52,7 @@ def smollm2():
 
 def oracle_play(env, task_id, agent=None):
     """Play one oracle episode; returns the actions sent and the last step."""
-    agent = agent or OracleAgent()
+    agent = agent or Reference()
     obs, _ = env.reset(seed=0, options={"task_id": task_id})
     actions = []
     while True:
@@ -129,7 +129,7 @@ def test_check_env_with_a_tokenizer(smollm2, combo):
 def _render_after_a_step(env, task_id):
     obs, _ = env.reset(seed=0, options={"task_id": task_id})
     before = env.render()
-    env.step(OracleAgent().act(env, obs))
+    env.step(Reference().act(env, obs))
     return before, env.render()
 
 
@@ -231,7 +231,7 @@ def test_model_text_the_compiler_warns_about_steps_silently(decoder):
 def test_max_episode_steps_truncates(env_id, base_kwargs, task_id):
     env = gym.make(env_id, max_episode_steps=3, **base_kwargs)
     assert any(isinstance(w, TimeLimit) for w in _wrappers(env))
-    agent = OracleAgent()
+    agent = Reference()
     obs, _ = env.reset(seed=0, options={"task_id": task_id})
     for step in range(1, 4):
         obs, reward, terminated, truncated, info = env.step(agent.act(env, obs))

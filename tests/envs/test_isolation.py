@@ -5,7 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 
-from tooluse_agents.oracle import END_OF_TURN, OracleAgent
+from tests.scripted import END_OF_TURN, Reference
 
 
 @pytest.mark.parametrize("category", ["base", "long_context"])
@@ -15,7 +15,7 @@ def test_interleaved_episodes_of_the_same_task(category):
     task_id = f"multi_turn_{category}_0"  # GorillaFileSystem: move a report into a new folder
     obs_a, _ = a.reset(options={"task_id": task_id})
     b.reset(options={"task_id": task_id})
-    oracle = OracleAgent()
+    oracle = Reference()
     b.step("[cd(folder='document'), rm(file_name='final_report.pdf')]")
     obs_a, *_ = a.step(oracle.act(a, obs_a))
     assert obs_a["messages"][-1]["content"] == "{\"result\": \"'final_report.pdf' moved to 'temp/final_report.pdf'\"}"

@@ -8,10 +8,10 @@ import dataclasses
 import gymnasium as gym
 import pytest
 
+from tests.scripted import END_OF_TURN
 from tooluse_agents.cli import _common
 from tooluse_agents.evaluate import PROTOCOL_KNOBS
 from tooluse_agents.grpo.tasks import ProtocolConfig, bfcl_pool, env_factory
-from tooluse_agents.oracle import END_OF_TURN
 from tooluse_gym.envs.builder import TASKS_ENV_ID, TaskPool
 from tooluse_gym.envs.knobs import CHOICES, Knobs
 from tooluse_gym.envs.multi_turn import bfcl_pool as multi_turn_pool

@@ -5,7 +5,7 @@ import json
 import gymnasium as gym
 import pytest
 
-from tooluse_agents.oracle import END_OF_TURN, OracleAgent, run_episode
+from tests.scripted import END_OF_TURN, Reference, play_reference
 from tooluse_gym import __version__
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.bfcl import BFCL_VERSION
@@ -138,7 +138,7 @@ def test_oracle_passes_in_both_formats(make_env, tool_format, all_tasks):
     env = make_env(category="all", tool_format=tool_format)
     sample = [t.task_id for t in all_tasks[::40]]
     for task_id in sample:
-        reward, info = run_episode(env, OracleAgent(), task_id)
+        reward, info = play_reference(env, task_id)
         assert reward == 1.0 and info["checker"]["valid"], (task_id, info["checker"])
 
 
@@ -169,7 +169,7 @@ def test_observations_stay_in_the_space(make_env):
     space = env.observation_space
     obs, _ = env.reset(seed=3)
     assert space.contains(obs)
-    agent = OracleAgent()
+    agent = Reference()
     done = False
     while not done:
         obs, _, done, _, _ = env.step(agent.act(env, obs))

@@ -140,25 +140,19 @@ def token_rollout() -> dict[str, Any]:
     """The token-sequence loop (what the TRL adapter's rollout function runs) with scripted writers."""
     from tooluse_agents.grpo.rollouts import before_last_turn
     from tooluse_agents.grpo.tasks import bfcl_pool, env_factory, prompts_for
+    from tooluse_agents.integrations.token_sequences import play
     from tooluse_agents.oracle import END_OF_TURN, OracleAgent
     from tooluse_agents.rollout import RolloutJob
     from tooluse_gym.envs.knobs import Knobs
-    from tooluse_gym.integrations.sequence import Sample, play, with_scripted
     from tooluse_gym.tasks import bfcl
     from tooluse_gym.wrappers.rendered_prompt import load_tokenizer
 
     tokenizer = load_tokenizer("smollm2-135m")
 
-    def as_policy(write: Callable[[Any], str]) -> Callable[[Any], list[Any]]:
-        def generate(contexts: Any) -> list[Any]:
-            samples = []
-            for context in contexts:
-                ids = [*tokenizer(write(context.request), add_special_tokens=False)["input_ids"],
-                       tokenizer.eos_token_id][: context.max_new_tokens]
-                samples.append(Sample(tokenizer.decode(ids, skip_special_tokens=True), tuple(ids), (-0.5,) * len(ids)))
-            return samples
+    def as_policy(write: Callable[[Any], str]) -> Any:
+        from tests.integrations.test_sequence import Writer
 
-        return generate
+        return Writer(tokenizer, write)
 
     def oracle(request: Any) -> str:
         return OracleAgent().message(request)
@@ -203,7 +197,7 @@ def token_rollout() -> dict[str, Any]:
     make = env_factory(pool, protocol)
     envs = [make() for _ in pool.tasks[:4]]
     jobs = [RolloutJob(t.task_id, 11) for t in pool.tasks[:4]]
-    out["next_turn"] = show(play(envs, jobs, tokenizer, with_scripted(as_policy(silent), before_last_turn),
+    out["next_turn"] = show(play(envs, jobs, tokenizer, as_policy(silent), scripted=before_last_turn,
                                  max_new_tokens=32))
     for env in envs:
         env.close()
@@ -212,9 +206,9 @@ def token_rollout() -> dict[str, Any]:
 
 def chat_episode() -> dict[str, Any]:
     """The oracle's episodes through `ChatEpisode` (the verifiers adapter's glue): every view and the outcome."""
+    from tooluse_agents.integrations.chat_episode import ChatEpisode, make_chat_env
     from tooluse_agents.oracle import END_OF_TURN, OracleAgent
     from tooluse_agents.rollout import request_for
-    from tooluse_gym.integrations.chat_episode import ChatEpisode, make_chat_env
 
     out: dict[str, Any] = {}
     cases = [
@@ -231,7 +225,7 @@ def chat_episode() -> dict[str, Any]:
             while view is not None:
                 views.append({"messages": digest(view.messages), "tools": digest(view.tools),
                               "new": view.new_messages, "seed": view.seed})
-                request = request_for(env, episode.observation, 0)
+                request = request_for(episode.observation, episode.reset_info, episode.last_info, 0)
                 if structured and request.steps_in_turn == 0 and request.task.ground_truth[request.turn]:
                     calls = request.task.ground_truth[request.turn]
                     reply = {"role": "assistant", "content": "", "tool_calls": [

@@ -14,12 +14,13 @@ import sys
 import gymnasium as gym
 import pytest
 
+from tooluse_agents.base import Generation
 from tooluse_agents.grpo.rollouts import before_last_turn
 from tooluse_agents.grpo.tasks import bfcl_pool, env_factory, next_turn_task
+from tooluse_agents.integrations.token_sequences import PrefixBreak, play
 from tooluse_agents.oracle import END_OF_TURN, OracleAgent
 from tooluse_agents.rollout import RolloutJob, request_for
 from tooluse_gym.envs.knobs import Knobs
-from tooluse_gym.integrations.sequence import PrefixBreak, Sample, play, with_scripted
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.wrappers.rendered_prompt import load_tokenizer
 
@@ -41,27 +42,40 @@ def silent(request):
     return END_OF_TURN
 
 
+class Writer:
+    """An agent whose messages come from `write`, as if a model had sampled them: their tokens, then the stop token."""
+
+    name = "policy"
+
+    def __init__(self, tokenizer, write):
+        self.tokenizer, self.write = tokenizer, write
+
+    def generate(self, requests, sampling):
+        out = []
+        for request in requests:
+            ids = self.tokenizer(self.write(request), add_special_tokens=False)["input_ids"]
+            ids = [*ids, self.tokenizer.eos_token_id][: request.max_tokens or sampling.max_tokens]
+            text = self.tokenizer.decode(ids, skip_special_tokens=True)
+            out.append(Generation(text=text, token_ids=tuple(ids), logprobs=(-0.5,) * len(ids)))
+        return out
+
+    def describe(self):
+        return {"name": self.name}
+
+    def close(self):
+        pass
+
+
 def as_policy(tokenizer, write):
-    """Messages from `write`, as if a model had sampled them: their tokens, then the stop token."""
-
-    def generate(contexts):
-        samples = []
-        for context in contexts:
-            ids = [*tokenizer(write(context.request), add_special_tokens=False)["input_ids"], tokenizer.eos_token_id]
-            ids = ids[: context.max_new_tokens]
-            text = tokenizer.decode(ids, skip_special_tokens=True)
-            samples.append(Sample(text, tuple(ids), (-0.5,) * len(ids)))
-        return samples
-
-    return generate
+    return Writer(tokenizer, write)
 
 
 def direct(env, write, task_id, seed):
     """The same messages sent straight into the env: reward, checker verdict, messages, last observation."""
-    obs, _ = env.reset(seed=seed, options={"task_id": task_id})
-    sent = []
+    obs, start = env.reset(seed=seed, options={"task_id": task_id})
+    info, sent = start, []
     while True:
-        text = write(request_for(env, obs, seed))
+        text = write(request_for(obs, start, info, seed))
         sent.append(text)
         obs, reward, terminated, truncated, info = env.step(text)
         if terminated or truncated:
@@ -104,7 +118,8 @@ def test_the_held_out_functions_reach_the_policy_as_env_text(tokenizer):
     task_id = "multi_turn_miss_func_47"
     env = gym.make("ToolUse-MultiTurn-v0", category="miss_func", task_ids=[task_id])
     [episode] = play([env], [RolloutJob(task_id, SEED)], tokenizer, as_policy(tokenizer, oracle))
-    revealed = [doc["name"] for docs in env.unwrapped.task.held_out.values() for doc in docs]
+    task = bfcl.load_bfcl_tasks("miss_func", [task_id])[0]
+    revealed = [doc["name"] for docs in task.held_out.values() for doc in docs]
     assert revealed == ["mean"]
     # the system prompt lists the functions as JSON; BFCL's notice shows the new ones' docs as a Python repr
     prompt = tokenizer.decode(episode.prompt_ids)
@@ -124,8 +139,8 @@ def test_scripted_turns_fold_into_the_prompt(tokenizer):
         return oracle(request) if before_last_turn(request) else END_OF_TURN
 
     reward, checker, sent, _ = direct(make(), write, task.task_id, SEED)
-    generate = with_scripted(as_policy(tokenizer, silent), before_last_turn)
-    [episode] = play([make()], [RolloutJob(task.task_id, SEED)], tokenizer, generate)
+    policy = as_policy(tokenizer, silent)
+    [episode] = play([make()], [RolloutJob(task.task_id, SEED)], tokenizer, policy, scripted=before_last_turn)
 
     assert (episode.reward, episode.checker) == (reward, checker)
     # the oracle's turns are part of the prompt; the policy wrote the one message of the last turn
@@ -167,7 +182,7 @@ def test_an_episode_out_of_room_is_a_recorded_failure(tokenizer):
 
 def test_importing_the_adapter_loads_no_backend():
     code = (
-        "import sys, tooluse_gym.integrations.trl; "
+        "import sys, tooluse_agents.integrations.trl; "
         "print([m for m in ('torch', 'transformers', 'trl', 'datasets', 'vllm') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

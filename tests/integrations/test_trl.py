@@ -13,7 +13,7 @@ import pytest
 from tests.grpo.tiny import PROTOCOL, build_tiny_model, pool
 from tooluse_agents.grpo.rollouts import before_last_turn
 from tooluse_agents.grpo.tasks import env_factory, prompts_for
-from tooluse_gym.integrations import trl as tooluse_trl
+from tooluse_agents.integrations import trl as tooluse_trl
 
 pytest.importorskip("trl")
 

@@ -23,10 +23,10 @@ import gymnasium as gym
 import pytest
 
 from tests.agents.test_openai_vllm_server import server  # noqa: F401  (the slow test's real vLLM server)
+from tooluse_agents.integrations.chat_episode import ChatEpisode, action_from_chat, make_chat_env, task_ids_of
 from tooluse_agents.openai_agent import openai_messages
 from tooluse_agents.oracle import END_OF_TURN, OracleAgent
 from tooluse_agents.rollout import request_for
-from tooluse_gym.integrations.chat_episode import ChatEpisode, action_from_chat, make_chat_env, task_ids_of
 
 SEED = 0
 CASES = [
@@ -41,9 +41,8 @@ def _json(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-def oracle_message(env: gym.Env, obs: dict[str, Any], structured: bool) -> dict[str, Any]:
+def oracle_message(request: Any, structured: bool) -> dict[str, Any]:
     """The oracle's next message in the chat-completions shape: its text, or its calls as ``tool_calls``."""
-    request = request_for(env, obs, SEED)
     if not structured:
         return {"role": "assistant", "content": OracleAgent().message(request)}
     calls = request.task.ground_truth[request.turn] if request.steps_in_turn == 0 else ()
@@ -71,13 +70,13 @@ class Played:
 def play_direct(task_id: str, knobs: dict[str, Any], structured: bool) -> Played:
     """The oracle straight into the env, its actions as `OpenAIAgent` passes them (text, or a calls dict)."""
     env = gym.make("ToolUse-MultiTurn-v0", category="all", task_ids=[task_id], **knobs)
-    obs, _ = env.reset(seed=SEED, options={"task_id": task_id})
-    replies, requests = [], []
+    obs, start = env.reset(seed=SEED, options={"task_id": task_id})
+    info, replies, requests = start, [], []
     try:
         while True:
-            seed = request_for(env, obs, SEED).seed
-            requests.append((_json(openai_messages(obs["messages"])), _json(obs["tools"]), seed))
-            reply = oracle_message(env, obs, structured)
+            request = request_for(obs, start, info, SEED)
+            requests.append((_json(openai_messages(obs["messages"])), _json(obs["tools"]), request.seed))
+            reply = oracle_message(request, structured)
             replies.append(reply)
             action = reply["content"]
             if "tool_calls" in reply:
@@ -230,7 +229,7 @@ def run_one(env, task, base_url: str, model: str, **sampling: Any):
 
 def test_load_environment_is_a_verifiers_plugin():
     vf = pytest.importorskip("verifiers.v1")
-    from tooluse_gym.integrations import verifiers as integration
+    from tooluse_agents.integrations import verifiers as integration
 
     env = integration.load_environment(category="miss_param", limit=2, seed=SEED, tool_format="json")
     assert isinstance(env, integration.ToolUseVerifiersEnv)
@@ -246,7 +245,7 @@ def test_load_environment_is_a_verifiers_plugin():
 def test_load_environment_rejects_what_the_env_does_not_take():
     pydantic = pytest.importorskip("pydantic")
     pytest.importorskip("verifiers.v1")
-    from tooluse_gym.integrations.verifiers import load_environment
+    from tooluse_agents.integrations.verifiers import load_environment
 
     with pytest.raises(pydantic.ValidationError, match="no_such_knob"):
         load_environment(no_such_knob=1)
@@ -260,7 +259,7 @@ def test_load_environment_rejects_what_the_env_does_not_take():
 @pytest.mark.parametrize(("task_id", "knobs"), CASES, ids=CASE_IDS)
 def test_verifiers_rollout_gives_the_env_verdict(task_id, knobs, structured):
     pytest.importorskip("verifiers.v1")
-    from tooluse_gym.integrations.verifiers import INFO_KEY, load_environment
+    from tooluse_agents.integrations.verifiers import INFO_KEY, load_environment
 
     direct = play_direct(task_id, knobs, structured)
     env = load_environment(task_ids=[task_id], seed=SEED, **knobs)
@@ -280,7 +279,7 @@ def test_verifiers_rollout_gives_the_env_verdict(task_id, knobs, structured):
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("verifiers") is None, reason="needs verifiers 0.4 (make test-verifiers)")
 def test_smollm2_through_verifiers_replays_to_the_same_verdict(server):  # noqa: F811  (no server without verifiers)
-    from tooluse_gym.integrations.verifiers import INFO_KEY, load_environment, to_chat_message
+    from tooluse_agents.integrations.verifiers import INFO_KEY, load_environment, to_chat_message
 
     task_id, knobs = "multi_turn_base_0", {"system_prompt": "strong", "tool_format": "json"}
     env = load_environment(task_ids=[task_id], seed=SEED, **knobs)

@@ -10,7 +10,7 @@ import gymnasium as gym
 import pytest
 
 import tooluse_gym  # noqa: F401
-from tooluse_agents.oracle import OracleAgent, run_episode
+from tests.scripted import play_reference
 from tooluse_gym.tasks.scenario import load_scenario_set, scenario_files
 from tooluse_gym.tools.runtime import ToolRuntime
 
@@ -28,8 +28,7 @@ def test_the_folder_holds_the_curriculum():
 def test_every_scenario_replays_to_reward_one(path):
     tasks = load_scenario_set(path).tasks
     env = gym.make("ToolUse-Scenario-v0", path=path, system_prompt="strong", tool_format="json")
-    oracle = OracleAgent()
-    failed = [t.task_id for t in tasks if run_episode(env, oracle, t.task_id)[0] != 1.0]
+    failed = [t.task_id for t in tasks if play_reference(env, t.task_id)[0] != 1.0]
     assert not failed
 
 

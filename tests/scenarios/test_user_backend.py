@@ -9,7 +9,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import tooluse_gym
-from tooluse_agents.oracle import OracleAgent, run_episode
+from tests.scripted import play_reference
 from tooluse_gym.tools.registry import get_backend, unregister_tools
 
 
@@ -84,7 +84,7 @@ def test_docs_derived_from_hints_and_docstrings(pantry_env):
 
 
 def test_user_backend_end_to_end(pantry_env):
-    reward, info = run_episode(pantry_env, OracleAgent(), "pantry_take_two")
+    reward, info = play_reference(pantry_env, "pantry_take_two")
     assert reward == 1.0 and info["checker"]["valid"]
     assert pantry_env.unwrapped.runtime.instances["Pantry"].items == {"egg": 4, "milk": 1}
 

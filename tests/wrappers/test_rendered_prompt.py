@@ -9,8 +9,8 @@ import gymnasium as gym
 import pytest
 
 from tests.bfcl_reference import bfcl_persona
+from tests.scripted import Reference
 from tooluse_agents.base import chat_prompt
-from tooluse_agents.oracle import OracleAgent
 from tooluse_gym.wrappers import ToolsNotShownWarning, prefix_breaks
 from tooluse_gym.wrappers.rendered_prompt import load_tokenizer, template_renders_tools
 
@@ -18,7 +18,7 @@ QWEN3_STYLE = str(Path(__file__).parent.parent / "data" / "qwen3_style.jinja")
 THINK = "<think>step by step</think>\n"
 
 
-class ThinkingOracle(OracleAgent):
+class ThinkingOracle(Reference):
     """The oracle, with reasoning in front of every message (as a reasoning model writes)."""
 
     def act(self, env, observation):
@@ -64,7 +64,7 @@ def test_tools_reach_templates_that_render_them():
 @pytest.mark.parametrize("task_id", ["multi_turn_base_0", "multi_turn_miss_func_47", "multi_turn_long_context_1"])
 def test_prefix_property_holds_for_smollm2_native(task_id):
     env = gym.make("ToolUse-MultiTurn-v0", category="all", system_prompt="bfcl", tokenizer="smollm2-135m")
-    for agent in (OracleAgent(), ThinkingOracle()):
+    for agent in (Reference(), ThinkingOracle()):
         prompts, actions, _ = play(env, agent, task_id)
         assert len(prompts) > 3 and prefix_breaks(prompts, actions) == []
 
@@ -77,7 +77,7 @@ def test_qwen3_style_template_breaks_the_prefix_at_turn_boundaries_only():
         tokenizer="smollm2-135m",
         chat_template=QWEN3_STYLE,
     )
-    prompts, actions, turns = play(env, OracleAgent(), "multi_turn_base_0")
+    prompts, actions, turns = play(env, Reference(), "multi_turn_base_0")
     assert prefix_breaks(prompts, actions) == []  # no reasoning: nothing to strip
     prompts, actions, turns = play(env, ThinkingOracle(), "multi_turn_base_0")
     breaks = prefix_breaks(prompts, actions)
@@ -91,7 +91,7 @@ def test_reasoning_strip_breaks_like_qwen3_and_context_breaks_everywhere():
     boundaries = [k for k in range(len(turns) - 1) if turns[k + 1] != turns[k]]
     assert prefix_breaks(prompts, actions) == boundaries
     context = gym.make("ToolUse-MultiTurn-v0", template="context", tokenizer="smollm2-135m")
-    prompts, actions, _ = play(context, OracleAgent(), "multi_turn_base_0")
+    prompts, actions, _ = play(context, Reference(), "multi_turn_base_0")
     assert prefix_breaks(prompts, actions) == list(range(len(prompts) - 1))
 
 

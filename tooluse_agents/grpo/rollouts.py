@@ -10,15 +10,17 @@ carry no tokens and no loss.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 
-from tooluse_agents.base import Agent, AgentRequest, Generation, SamplingConfig, StreamingAgent
-from tooluse_agents.oracle import OracleAgent
+from tooluse_agents.base import Agent, Generation, SamplingConfig
 from tooluse_agents.rollout import Episode, RolloutJob, run_rollouts
+from tooluse_agents.scripted import ScriptedTurns, before_last_turn
+
+__all__ = ["Rollout", "ScriptedTurns", "StepTokens", "before_last_turn", "job_seed", "play_groups", "policy_steps"]
 
 
 @dataclass(frozen=True)
@@ -57,76 +59,6 @@ def job_seed(seed: int, step: int, prompt_id: str, member: int) -> int:
     """The seed of one group member's episode: distinct per (training seed, step, prompt, member)."""
     digest = hashlib.sha256(f"grpo/{seed}/{step}/{prompt_id}/{member}".encode()).digest()
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
-
-
-class ScriptedTurns:
-    """The policy's agent, with the oracle answering the scripted turns (next-turn mode's earlier turns).
-
-    The oracle's messages carry no token ids, so they carry no loss; the policy's carry exactly
-    the ids its engine saw and sampled (`Generation.prompt_token_ids` and `token_ids`).
-    """
-
-    def __init__(self, agent: Agent, scripted: Callable[[AgentRequest], bool] | None = None):
-        self.agent = agent
-        self.scripted = scripted or _never
-        self.name = agent.name
-        self._streaming = agent if isinstance(agent, StreamingAgent) else None
-        self.can_stream = self._streaming is not None
-        self._oracle = OracleAgent()
-        self._done: list[tuple[Hashable, Generation]] = []
-
-    def describe(self) -> dict[str, Any]:
-        """The wrapped agent's identity."""
-        return self.agent.describe()
-
-    def close(self) -> None:
-        """Close the wrapped agent."""
-        self.agent.close()
-
-    def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
-        """Scripted requests answered by the oracle, the others by the policy's agent, in order."""
-        out: list[Generation | None] = [None] * len(requests)
-        policy = [i for i, r in enumerate(requests) if not self.scripted(r)]
-        for i, r in enumerate(requests):
-            if self.scripted(r):
-                out[i] = self._oracle.generate([r], sampling)[0]
-        if policy:
-            generations = self.agent.generate([requests[i] for i in policy], sampling)
-            if len(generations) != len(policy):
-                raise RuntimeError(f"agent returned {len(generations)} generations for {len(policy)} requests")
-            for i, generation in zip(policy, generations, strict=True):
-                out[i] = generation
-        return [g for g in out if g is not None]
-
-    def submit(self, items: Sequence[tuple[Hashable, AgentRequest]], sampling: SamplingConfig) -> None:
-        """Answer scripted requests at once; submit the others to the policy's agent."""
-        policy = []
-        for key, request in items:
-            if self.scripted(request):
-                self._done.append((key, self._oracle.generate([request], sampling)[0]))
-            else:
-                policy.append((key, request))
-        if policy:
-            assert self._streaming is not None, "submit() needs a streaming agent (can_stream)"
-            self._streaming.submit(policy, sampling)
-
-    def collect(self) -> list[tuple[Hashable, Generation]]:
-        """Finished generations: scripted ones first, then the agent's."""
-        if self._done:  # scripted answers first: the engine is not stepped, so the schedule stays token-driven
-            done, self._done = self._done, []
-            return done
-        assert self._streaming is not None, "collect() needs a streaming agent (can_stream)"
-        return self._streaming.collect()
-
-
-def _never(request: AgentRequest) -> bool:
-    return False
-
-
-def before_last_turn(request: AgentRequest) -> bool:
-    """Next-turn mode's scripted requests: every turn of the prompt but its last, which the policy plays."""
-    assert request.task is not None  # the rollout loop sets every request's task
-    return request.turn < request.task.num_turns - 1
 
 
 def policy_steps(episode: Episode) -> tuple[StepTokens, ...]:

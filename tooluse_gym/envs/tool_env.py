@@ -144,8 +144,9 @@ class ToolUseEnv(gym.Env[dict, Any]):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start an episode on ``options["task_id"]``, or on a task drawn with the seed, and show its first turn.
 
-        `info` holds ``task_id``, ``turn`` (0) and ``protocol``, the protocol card with this seed.
-        An unknown ``task_id`` raises `ValueError`.
+        `info` holds ``task_id``, ``turn`` and ``steps_in_turn`` (both 0), ``protocol`` (the protocol
+        card with this seed) and ``task``, the `Task` played (in-process only: ground truth for scripted
+        agents, the user turns for episode records). An unknown ``task_id`` raises `ValueError`.
         """
         self._seed_lazily(seed)
         task_id = (options or {}).get("task_id")
@@ -172,15 +173,18 @@ class ToolUseEnv(gym.Env[dict, Any]):
         self._offered = self._offered_names(0)
         self._tools: list[dict[str, Any]] | None = None
         self._present_turn()
-        info = {"task_id": task.task_id, "turn": 0, "protocol": self._protocol(seed)}
+        info = {"task_id": task.task_id, "turn": 0, "steps_in_turn": 0, "protocol": self._protocol(seed), "task": task}
         return self._obs(), info
 
     def step(self, action: Any):
         """Decode one assistant message, execute its calls, or end the user turn when it has none.
 
-        `info` holds ``task_id`` and ``turn``, plus ``parse_failure`` when decoding failed, ``step``
-        (executing steps so far in the turn) after calls, ``turn_verdict`` when a turn ends, and
-        ``checker`` and ``tooluse`` at the end. Raises `gymnasium.error.ResetNeeded` after the end.
+        `info` says what happened: ``step_record`` (a `StepRecord`: the message's text, the calls
+        decoded from it, their results, the parse failure), ``env_messages`` (what the env answered:
+        tool results, or the next turn's user messages), ``task_id``, ``turn`` and ``steps_in_turn``
+        (where the episode stands now: the next message answers them), ``parse_failure`` when decoding
+        failed, ``step`` (executing steps so far in the turn) after calls, ``turn_verdict`` when a turn
+        ends, and ``checker`` and ``tooluse`` at the end. Raises `gymnasium.error.ResetNeeded` after the end.
         """
         if self._done:
             raise gym.error.ResetNeeded("the episode has ended; call reset() before step()")
@@ -190,27 +194,30 @@ class ToolUseEnv(gym.Env[dict, Any]):
         else:
             parsed = parse_action(action, self.config.tool_format)
         self.messages.append(self._assistant_message(action, parsed))
+        answered = len(self.messages)
         info: dict[str, Any] = {"task_id": task.task_id, "turn": self.turn}
         if parsed.failure:
             info["parse_failure"] = parsed.failure
         turn = self.turn
         results = self._execute(parsed) if parsed.calls else ()
-        self.step_log.append(StepRecord(turn, parsed.content, parsed.calls, results, parsed.failure))
+        record = StepRecord(turn, parsed.content, parsed.calls, results, parsed.failure)
+        self.step_log.append(record)
+        info["step_record"] = record
         if parsed.calls:
             info["step"] = self.steps_in_turn
             if self.steps_in_turn <= self.config.max_steps_per_turn:
-                return self._obs(), 0.0, False, False, info
+                return self._answer(info, answered, 0.0, False)
             if self.turn < task.num_turns - 1:
                 self.checker.force_terminate(self.turn)
-                return self._finish(info)
+                return self._finish(info, answered)
         info["turn_verdict"] = self.checker.end_turn(self.turn, self.runtime, self.steps_in_turn).to_dict()
         if self.turn == task.num_turns - 1:
-            return self._finish(info)
+            return self._finish(info, answered)
         self.turn += 1
         self.steps_in_turn = 0
         self._present_turn()
         info["turn"] = self.turn
-        return self._obs(), 0.0, False, False, info
+        return self._answer(info, answered, 0.0, False)
 
     def render(self) -> str | None:
         """Under ``ansi``, the episode's messages, one clipped line each, and the verdict once known; else None."""
@@ -378,7 +385,13 @@ class ToolUseEnv(gym.Env[dict, Any]):
         """The checker's verdict once the episode has ended."""
         return self._result
 
-    def _finish(self, info: dict[str, Any]):
+    def _answer(self, info: dict[str, Any], answered: int, reward: float, terminated: bool):
+        """The step's return: the observation, and `info` completed with where the episode stands."""
+        info["steps_in_turn"] = self.steps_in_turn
+        info["env_messages"] = [dict(m) for m in self.messages[answered:]]
+        return self._obs(), reward, terminated, False, info
+
+    def _finish(self, info: dict[str, Any], answered: int):
         self._done = True
         self._result = self.checker.result()
         reward = 1.0 if self._result.valid else 0.0
@@ -389,7 +402,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
             "turns": self.turn + 1,
             "steps": self.total_steps,
         }
-        return self._obs(), reward, True, False, info
+        return self._answer(info, answered, reward, True)
 
 
 def tool_use_env(env: gym.Env) -> ToolUseEnv:
@@ -398,3 +411,13 @@ def tool_use_env(env: gym.Env) -> ToolUseEnv:
     if not isinstance(base, ToolUseEnv):
         raise TypeError(f"expected a tooluse-gym env, got {type(base).__name__}")
     return base
+
+
+def task_ids(env: gym.Env) -> list[str]:
+    """The ids of the tasks a tooluse-gym env plays, in its order (`TypeError` for another env)."""
+    return [t.task_id for t in tool_use_env(env).tasks]
+
+
+def protocol_card(env: gym.Env) -> ProtocolCard:
+    """The protocol card a tooluse-gym env issues at every reset (before a reset sets its seed)."""
+    return tool_use_env(env).protocol

@@ -1,13 +1,19 @@
-"""Adapters that let other training libraries drive the environments, scored exactly as the env scores.
+"""Moved: the adapters drive envs with models, so they live in `tooluse_agents.integrations` now.
 
-- `tooluse_gym.integrations.sequence`: the loop the token-level adapters share. It plays episodes
-  multi-turn and keeps each one as a single token sequence: the policy's tokens and the env's text
-  (tool results, next user turns), with a mask telling them apart.
-- `tooluse_gym.integrations.trl`: a `rollout_func` for TRL's `GRPOTrainer`
-  (``pip install "tooluse-gym[trl]"``).
-- `tooluse_gym.integrations.chat_episode`: the glue the chat-message adapters share.
-- `tooluse_gym.integrations.verifiers`: verifiers environments.
-
-Importing this package imports nothing. An adapter imports its library when its module is
-imported (verifiers) or when it is first used (TRL, which also imports torch then).
+``from tooluse_gym.integrations import trl`` raises an `ImportError` that names the new path
+(``from tooluse_agents.integrations import trl``); nothing here imports the agents package.
 """
+
+from __future__ import annotations
+
+_MOVED = {"trl", "verifiers", "chat_episode", "sequence", "token_sequences"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _MOVED:
+        new = "token_sequences" if name == "sequence" else name
+        raise ImportError(
+            f"tooluse_gym.integrations.{name} moved to tooluse_agents.integrations.{new}: "
+            f"use `from tooluse_agents.integrations import {new}`"
+        )
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

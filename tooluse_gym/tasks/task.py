@@ -6,7 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tooluse_gym.prompts import json_call_block
 from tooluse_gym.types import ToolCall
+
+END_OF_TURN = "Done."
+"""The reference answer's closing message of a turn (a message without calls ends the turn, as in BFCL)."""
 
 
 @dataclass(frozen=True)
@@ -65,3 +69,17 @@ class Task:
             if t <= turn:
                 names.update(doc["name"] for doc in docs)
         return frozenset(names)
+
+    def reference_message(self, turn: int, steps_in_turn: int, tool_format: str) -> str:
+        """The ground truth as the next assistant message: all of `turn`'s calls, then `END_OF_TURN` once they ran.
+
+        The calls are written in the env's `tool_format` (``python``: ``[f(a=1), g(b='x')]``;
+        ``json``: one ``<tool_call>`` block each). A turn with no ground-truth calls gets only the
+        closing message. This is what the oracle agent sends, and what env tests play.
+        """
+        calls = self.ground_truth[turn]
+        if steps_in_turn > 0 or not calls:
+            return END_OF_TURN
+        if tool_format == "python":
+            return "[" + ", ".join(c.render() for c in calls) + "]"
+        return "\n".join(json_call_block(c.name, dict(c.arguments)) for c in calls)

@@ -1,6 +1,6 @@
 """verifiers (PrimeIntellect) environments over tooluse-gym's envs, on verifiers 0.4's ``verifiers.v1`` stack.
 
-    from tooluse_gym.integrations.verifiers import load_environment
+    from tooluse_agents.integrations.verifiers import load_environment
 
     env = load_environment("ToolUse-MultiTurn-v0", category="base", limit=5, seed=0,
                            system_prompt="strong", tool_format="json")
@@ -38,9 +38,9 @@ from typing import Any
 import gymnasium as gym
 from pydantic import Field, model_validator
 
+from tooluse_agents.integrations.chat_episode import CHAT_ENV_IDS, ChatEpisode, ChatView, make_chat_env, task_ids_of
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.errors import DependencyNotInstalled
-from tooluse_gym.integrations.chat_episode import CHAT_ENV_IDS, ChatEpisode, ChatView, make_chat_env, task_ids_of
 
 try:
     import httpx

@@ -1,7 +1,7 @@
 """TRL: a `rollout_func` for `trl.GRPOTrainer` that plays our environments multi-turn.
 
     from trl import GRPOConfig, GRPOTrainer
-    from tooluse_gym.integrations import trl as tooluse_trl
+    from tooluse_agents.integrations import trl as tooluse_trl
 
     trainer = GRPOTrainer(
         model=model,
@@ -15,7 +15,7 @@
 TRL's ``environment_factory`` cannot play BFCL multi-turn: it stops at the first message without
 calls, has no next user turn, and fixes the tool list at init. ``rollout_func`` hands the whole
 loop to us. For each prompt it is given, the rollout function plays one episode of our env and
-returns it as one sequence. It uses `tooluse_gym.integrations.sequence.play`, whose docstring
+returns it as one sequence. It uses `tooluse_agents.integrations.token_sequences.play`, whose docstring
 explains how the tokens stay consistent with the env's rendering, how tools that change
 mid-episode are represented, and what happens at the length limits.
 
@@ -46,19 +46,12 @@ from typing import Any, TypeAlias
 
 import gymnasium as gym
 
-from tooluse_agents.base import AgentRequest
+from tooluse_agents.base import AgentRequest, Generation, SamplingConfig
 from tooluse_agents.grpo.rollouts import job_seed
+from tooluse_agents.integrations.token_sequences import PREFIX_BREAK_MODES, EpisodeTokens, play
 from tooluse_agents.rollout import RolloutJob
 from tooluse_gym.envs.knobs import check_choice
-from tooluse_gym.integrations.sequence import (
-    PREFIX_BREAK_MODES,
-    Context,
-    EpisodeTokens,
-    Generate,
-    Sample,
-    play,
-    with_scripted,
-)
+from tooluse_gym.envs.tool_env import task_ids as env_task_ids
 
 ENV_ID = "ToolUse-MultiTurn-v0"
 TESTED_TRL_VERSION = "1.16.0"
@@ -68,10 +61,10 @@ __all__ = [
     "ENV_ID",
     "TESTED_TRL_VERSION",
     "EnvRollout",
+    "TrainerAgent",
     "checker_reward",
     "dataset",
     "make_rollout_func",
-    "trainer_generator",
     "trl_fields",
 ]
 
@@ -110,10 +103,7 @@ def dataset(env: EnvSpec = ENV_ID, *, task_ids: Sequence[str] | None = None, **e
 
     probe = _env_factory(env, env_kwargs)()
     try:
-        tasks = getattr(probe.unwrapped, "tasks", None)
-        if tasks is None:
-            raise TypeError(f"expected a tooluse-gym env, got {type(probe.unwrapped).__name__}")
-        known = [t.task_id for t in tasks]
+        known = env_task_ids(probe)  # TypeError for another env
     finally:
         probe.close()
     ids = list(known if task_ids is None else task_ids)
@@ -189,35 +179,53 @@ def trl_fields(episodes: Sequence[EpisodeTokens], eos_token_id: int) -> dict[str
     return out
 
 
-def trainer_generator(trainer: Any, *, batch_size: int | None = None) -> Generate:
-    """Generate with the trainer's model and TRL's generation settings (``use_vllm=False``).
+class TrainerAgent:
+    """The trainer's model as an agent, with TRL's generation settings (``use_vllm=False``).
 
-    Each call runs ``model.generate`` on the waiting episodes (left-padded, at most `batch_size`
-    at a time), under ``torch.no_grad`` and TRL's `unwrap_model_for_generation`. A message is kept
-    up to and including the first of TRL's stop tokens. Its log-probabilities come from the
-    processed scores, that is after temperature and the top-k/top-p/min-p filters. The env
-    receives the message decoded without special tokens, as `tooluse_agents.hf_agent.HFAgent`
-    sends it.
+    Each `generate` call runs ``model.generate`` on the requests' ``prompt_token_ids`` (left-padded,
+    at most `batch_size` at a time), under ``torch.no_grad`` and TRL's `unwrap_model_for_generation`.
+    A message is kept up to and including the first of TRL's stop tokens, and cut at the request's
+    ``max_tokens``. Its log-probabilities come from the processed scores, that is after temperature
+    and the top-k/top-p/min-p filters. The env receives the message decoded without special tokens,
+    as `tooluse_agents.hf_agent.HFAgent` sends it.
     """
-    import torch
-    from trl.models import unwrap_model_for_generation
 
-    tokenizer = _tokenizer(trainer)
-    stops = set(trainer.eos_token_ids)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    device = trainer.accelerator.device
+    name = "trl"
 
-    def generate(contexts: Sequence[Context]) -> list[Sample]:
-        samples: list[Sample] = []
-        size = batch_size or max(len(contexts), 1)
-        for start in range(0, len(contexts), size):
-            chunk = contexts[start : start + size]
-            width = max(len(c.input_ids) for c in chunk)
+    def __init__(self, trainer: Any, *, batch_size: int | None = None) -> None:
+        self.trainer = trainer
+        self.batch_size = batch_size
+        self.tokenizer = _tokenizer(trainer)
+
+    def describe(self) -> dict[str, Any]:
+        """The trainer's model, by name."""
+        config = getattr(self.trainer.model, "config", None)
+        return {"name": "trl", "model": str(getattr(config, "_name_or_path", ""))}
+
+    def close(self) -> None:
+        """Nothing to release (the model is the trainer's)."""
+
+    def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
+        """Continue each request's ``prompt_token_ids`` (`sampling` is TRL's own, from the trainer)."""
+        import torch
+        from trl.models import unwrap_model_for_generation
+
+        trainer, tokenizer = self.trainer, self.tokenizer
+        stops = set(trainer.eos_token_ids)
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        device = trainer.accelerator.device
+        out: list[Generation] = []
+        size = self.batch_size or max(len(requests), 1)
+        for start in range(0, len(requests), size):
+            chunk = requests[start : start + size]
+            prompts = [r.prompt_token_ids or () for r in chunk]
+            limits = [r.max_tokens or sampling.max_tokens for r in chunk]
+            width = max(len(p) for p in prompts)
             ids = torch.full((len(chunk), width), pad, dtype=torch.long)
             mask = torch.zeros((len(chunk), width), dtype=torch.long)
-            for row, context in enumerate(chunk):
-                ids[row, width - len(context.input_ids) :] = torch.tensor(context.input_ids, dtype=torch.long)
-                mask[row, width - len(context.input_ids) :] = 1
+            for row, prompt in enumerate(prompts):
+                ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+                mask[row, width - len(prompt) :] = 1
             with (
                 unwrap_model_for_generation(
                     trainer.model_wrapped,
@@ -231,21 +239,19 @@ def trainer_generator(trainer: Any, *, batch_size: int | None = None) -> Generat
                     input_ids=ids.to(device),
                     attention_mask=mask.to(device),
                     generation_config=trainer.generation_config,
-                    max_new_tokens=max(c.max_new_tokens for c in chunk),
+                    max_new_tokens=max(limits),
                     return_dict_in_generate=True,
                     output_scores=True,
                 )
                 scores = model.compute_transition_scores(result.sequences, result.scores, normalize_logits=True)
-            for row, context in enumerate(chunk):
-                new = result.sequences[row, width:].tolist()[: context.max_new_tokens]
+            for row, limit in enumerate(limits):
+                new = result.sequences[row, width:].tolist()[:limit]
                 end = next((k for k, t in enumerate(new) if t in stops), None)
                 kept = new if end is None else new[: end + 1]
                 logprobs = tuple(float(x) for x in scores[row, : len(kept)].tolist())
                 text = tokenizer.decode(kept, skip_special_tokens=True)
-                samples.append(Sample(text, tuple(kept), logprobs))
-        return samples
-
-    return generate
+                out.append(Generation(text=text, token_ids=tuple(kept), logprobs=logprobs))
+        return out
 
 
 class EnvRollout:
@@ -282,7 +288,8 @@ class EnvRollout:
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         """Play one episode per prompt with the trainer's model; returns TRL's fields (`trl_fields`)."""
         self._check(trainer)
-        tokenizer = _tokenizer(trainer)
+        policy = TrainerAgent(trainer, batch_size=self.batch_size)
+        tokenizer = policy.tokenizer
         task_ids = [_task_id(p) for p in prompts]
         offset = trainer.accelerator.process_index * len(prompts)
         jobs = [
@@ -292,18 +299,17 @@ class EnvRollout:
         self._calls += 1
         while len(self._envs) < len(jobs):
             self._envs.append(self._make_env())
-        model = trainer.model
         limit = self.max_completion_length
         episodes = play(
             self._envs[: len(jobs)],
             jobs,
             tokenizer,
-            with_scripted(trainer_generator(trainer, batch_size=self.batch_size), self.scripted),
+            policy,
             max_new_tokens=self.max_new_tokens,
             max_completion_length=trainer.args.max_completion_length if limit is None else limit,
-            max_context=getattr(getattr(model, "config", None), "max_position_embeddings", None),
+            max_context=getattr(getattr(trainer.model, "config", None), "max_position_embeddings", None),
             on_prefix_break=self.on_prefix_break,
-            agent={"name": "trl", "model": str(getattr(getattr(model, "config", None), "_name_or_path", ""))},
+            scripted=self.scripted,
         )
         return trl_fields(episodes, tokenizer.eos_token_id)
 
@@ -325,7 +331,7 @@ class EnvRollout:
 
             if trl.__version__ != TESTED_TRL_VERSION:
                 warnings.warn(
-                    f"tooluse_gym.integrations.trl targets trl=={TESTED_TRL_VERSION}; this is trl {trl.__version__}",
+                    f"tooluse_agents.integrations.trl targets trl=={TESTED_TRL_VERSION}; this is trl {trl.__version__}",
                     stacklevel=3,
                 )
 
@@ -352,7 +358,7 @@ def make_rollout_func(
             `tooluse_agents.grpo.rollouts.before_last_turn` with next-turn tasks,
             `tooluse_agents.grpo.tasks.prompts_for`). Their messages are env text.
         on_prefix_break: ``cut`` (the sequence ends where the rendering stops extending it; the
-            episode plays on) or ``raise``. See `tooluse_gym.integrations.sequence`.
+            episode plays on) or ``raise``. See `tooluse_agents.integrations.token_sequences`.
         batch_size: The most episodes per ``generate`` call (None: all waiting episodes at once).
         **env_kwargs: Passed to ``gym.make`` with an env id: category, task_ids and the knobs.
 
@@ -380,5 +386,5 @@ def _task_id(prompt: Any) -> str:
         return prompt
     raise TypeError(
         f"each prompt must be a task id (a str), got {type(prompt).__name__}: "
-        "build the train dataset with tooluse_gym.integrations.trl.dataset(...)"
+        "build the train dataset with tooluse_agents.integrations.trl.dataset(...)"
     )

@@ -28,7 +28,7 @@ import gymnasium as gym
 
 from tooluse_agents.base import request_seed
 from tooluse_agents.openai_agent import openai_messages
-from tooluse_gym.envs.tool_env import tool_use_env
+from tooluse_gym.envs.tool_env import task_ids
 
 CHAT_ENV_IDS = ("ToolUse-MultiTurn-v0", "ToolUse-Scenario-v0")
 """The env ids an adapter can build from JSON-able settings (``ToolUse-Tasks-v0`` takes a `TaskPool` object)."""
@@ -76,7 +76,7 @@ def make_chat_env(
 
 def task_ids_of(env: gym.Env) -> list[str]:
     """The ids of the env's tasks, in the env's order."""
-    return [t.task_id for t in tool_use_env(env).tasks]
+    return task_ids(env)
 
 
 def action_from_chat(message: Mapping[str, Any]) -> str | dict[str, Any]:
@@ -149,6 +149,8 @@ class ChatEpisode:
         self.info: dict[str, Any] = {}
         self.protocol: dict[str, Any] = {}
         self.steps = 0
+        self.reset_info: dict[str, Any] = {}
+        self.last_info: dict[str, Any] = {}
 
     @property
     def done(self) -> bool:
@@ -163,7 +165,8 @@ class ChatEpisode:
         self.info = {}
         self.protocol = info["protocol"]
         self.steps = 0
-        view = self._view(obs, [])
+        self.reset_info = self.last_info = info
+        view = self._view(obs, info, [])
         return replace(view, new_messages=list(view.messages))
 
     def step(self, message: Mapping[str, Any]) -> ChatView | None:
@@ -177,17 +180,15 @@ class ChatEpisode:
         """
         if self.done:
             raise RuntimeError(f"the episode on {self.task_id} has ended; reset() starts a new one")
-        base = tool_use_env(self.env)
-        before = len(base.messages)
         obs, reward, terminated, truncated, info = self.env.step(action_from_chat(message))
         self.steps += 1
         self.observation = obs
+        self.last_info = info
         if terminated or truncated:
             self.reward = float(reward)
             self.info = info
             return None
-        # the base env appends the assistant message first, then its answer
-        return self._view(obs, [dict(m) for m in base.messages[before + 1 :]])
+        return self._view(obs, info, [dict(m) for m in info["env_messages"]])
 
     def outcome(self) -> dict[str, Any]:
         """The episode's result, JSON-able.
@@ -206,11 +207,10 @@ class ChatEpisode:
             "protocol": self.protocol,
         }
 
-    def _view(self, obs: Mapping[str, Any], new: list[dict[str, Any]]) -> ChatView:
-        base = tool_use_env(self.env)
+    def _view(self, obs: Mapping[str, Any], info: Mapping[str, Any], new: list[dict[str, Any]]) -> ChatView:
         seed = None
         if self.seed is not None:
-            seed = request_seed(self.seed, self.task_id, base.turn, base.steps_in_turn)
+            seed = request_seed(self.seed, self.task_id, info["turn"], info["steps_in_turn"])
         return ChatView(
             messages=openai_messages(obs["messages"]),
             tools=[dict(t) for t in obs["tools"]],
