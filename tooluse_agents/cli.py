@@ -155,8 +155,8 @@ def quiet_backends() -> Iterator[None]:
                     os.environ[name] = old
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The `tooluse-eval` console script; returns the exit status."""
+def build_parser() -> argparse.ArgumentParser:
+    """The `tooluse eval` arguments: its subcommands run, sweep, compare and export."""
     parser = argparse.ArgumentParser(
         prog="tooluse-eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -187,6 +187,12 @@ def main(argv: list[str] | None = None) -> int:
     exp.add_argument("run", type=Path, help="a run folder (`tooluse-eval run --out`)")
     exp.add_argument("out", type=Path, help="a new or empty folder: OUT/seed_N is seed N's BFCL_PROJECT_ROOT")
     exp.add_argument("--force", action="store_true", help="replace what OUT holds")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The `tooluse-eval` console script; returns the exit status."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     with contextlib.nullcontext() if args.command in ("compare", "export") or args.verbose else quiet_backends():
         return _command(args)

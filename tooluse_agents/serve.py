@@ -228,7 +228,8 @@ def model_context(model_path: str) -> int | None:
     return int(value) if value else None
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The `tooluse serve` arguments."""
     p = argparse.ArgumentParser(
         prog="tooluse-serve", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -256,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in argv:
         cut = argv.index("--")
         argv, extra = argv[:cut], argv[cut + 1 :]
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     if not args.dry_run and importlib.util.find_spec("vllm") is None:
         print(
             'tooluse-serve: error: vLLM is not installed: pip install "tooluse-gym[cpu]" (CPU) or "tooluse-gym[gpu]"',

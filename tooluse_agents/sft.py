@@ -290,8 +290,8 @@ def _save(model: Any, tokenizer: Any, folder: Path) -> None:
     scratch.rename(folder)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The `python -m tooluse_agents.sft` command; returns the exit status."""
+def build_parser() -> argparse.ArgumentParser:
+    """The `tooluse sft` arguments (defaults from `SFTConfig`)."""
     defaults = SFTConfig()
     parser = argparse.ArgumentParser(prog="python -m tooluse_agents.sft", description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=defaults.model)
@@ -306,6 +306,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--full-backprop", action="store_true", help="back-propagate through the prompt too")
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--threads", type=int, default=None)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The `python -m tooluse_agents.sft` command; returns the exit status."""
+    parser = build_parser()
     args = vars(parser.parse_args(argv))
     detach_prompt = not args.pop("full_backprop")
     config = SFTConfig(**args, detach_prompt=detach_prompt)

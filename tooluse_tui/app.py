@@ -82,13 +82,19 @@ class ToolUseApp(App[None]):
             self.action_show_help_panel()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The `tooluse-tui` console script; returns the exit status."""
+def build_parser() -> argparse.ArgumentParser:
+    """The `tooluse tui` arguments."""
     parser = argparse.ArgumentParser(
         prog="tooluse-tui", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("paths", nargs="*", help="a run folder, an episodes.jsonl or a metrics.jsonl; or two runs")
     parser.add_argument("--poll", type=float, default=0.5, help="seconds between polls of a followed file")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The `tooluse-tui` console script; returns the exit status."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         target = resolve(args.paths)

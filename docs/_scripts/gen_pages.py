@@ -21,13 +21,11 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import dataclasses
 import inspect
-import io
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -244,55 +242,20 @@ def metrics_page() -> str:
 # --- CLI flags ----------------------------------------------------------------------------------
 
 
-class _Captured(Exception):
-    def __init__(self, parser: argparse.ArgumentParser) -> None:
-        super().__init__()
-        self.parser = parser
-
-
-@contextlib.contextmanager
-def _capturing() -> Iterator[None]:
-    """Make every ``parse_args`` raise with its parser, so a CLI's ``main`` stops right after building it."""
-
-    def grab(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> Any:
-        raise _Captured(self)
-
-    names = ("parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args")
-    saved = {n: getattr(argparse.ArgumentParser, n) for n in names}
-    try:
-        for n in names:
-            setattr(argparse.ArgumentParser, n, grab)
-        yield
-    finally:
-        for n, f in saved.items():
-            setattr(argparse.ArgumentParser, n, f)
-
-
-def parser_of(main: Callable[..., Any], argv: list[str]) -> argparse.ArgumentParser:
-    with _capturing(), contextlib.redirect_stdout(io.StringIO()):
-        try:
-            main(argv)
-        except _Captured as captured:
-            return captured.parser
-    raise RuntimeError(f"{main.__module__}.main returned without parsing arguments")
-
-
-def _clis() -> list[tuple[str, str, Callable[..., Any], list[str]]]:
-    from tooluse_agents import serve
-    from tooluse_agents.cli import main as eval_main
+def _clis() -> list[tuple[str, str, Callable[[], argparse.ArgumentParser]]]:
+    """Every `tooluse` subcommand (its ``tooluse.commands`` entry point) and ``train prefilter``, with its parser."""
+    from tooluse_agents.command import commands, load
     from tooluse_agents.grpo import prefilter
-    from tooluse_agents.grpo.cli import main as train_main
-    from tooluse_gym.tasks import scenario_cli
-    from tooluse_tui.app import main as tui_main
 
-    return [
-        ("tooluse-eval", "tooluse_agents/cli.py", eval_main, []),
-        ("tooluse-train", "tooluse_agents/grpo/cli.py", train_main, ["CONFIG"]),
-        ("tooluse-train prefilter", "tooluse_agents/grpo/prefilter.py", prefilter.main, []),
-        ("tooluse-serve", "tooluse_agents/serve.py", serve.main, []),
-        ("tooluse-tui", "tooluse_tui/app.py", tui_main, []),
-        ("tooluse-scenarios", "tooluse_gym/tasks/scenario_cli.py", scenario_cli.main, []),
-    ]
+    out = []
+    for name, target in commands().items():
+        module = target.partition(":")[0]
+        _, build = load(target)
+        assert build is not None, f"{module} has no build_parser()"
+        out.append((f"tooluse {name}", module.replace(".", "/") + ".py", build))
+        if name == "train":
+            out.append(("tooluse train prefilter", "tooluse_agents/grpo/prefilter.py", prefilter.build_parser))
+    return out
 
 
 def _flag_rows(parser: argparse.ArgumentParser) -> list[list[str]]:
@@ -330,12 +293,14 @@ def _usage_summary(parser: argparse.ArgumentParser) -> str:
 
 def cli_page() -> str:
     parts = [
-        HEADER.format(source="the argparse parsers of each console script"),
+        HEADER.format(source="each subcommand's build_parser()"),
         "# Command-line reference\n\n",
-        "Every flag of every console script, read from its argparse parser. `--help` prints the same.\n\n",
+        "Every flag of every `tooluse` subcommand, read from its module's `build_parser()`; `--help` prints the same.\n"
+        "The older script names run the same commands: `tooluse-eval`, `tooluse-train`, `tooluse-serve`,\n"
+        "`tooluse-scenarios` and `tooluse-tui`.\n\n",
     ]
-    for name, source, main, argv in _clis():
-        parser = parser_of(main, argv)
+    for name, source, build in _clis():
+        parser = build()
         parts.append(f"## `{name}`\n\n")
         summary = _usage_summary(parser)
         if summary:

@@ -28,13 +28,8 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The `tooluse-train` console script; returns the exit status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["prefilter"]:
-        from tooluse_agents.grpo.prefilter import main as prefilter
-
-        return prefilter(argv[1:])
+def build_parser() -> argparse.ArgumentParser:
+    """The `tooluse train` arguments."""
     parser = argparse.ArgumentParser(
         prog="tooluse-train",
         description=__doc__.split("\n")[0].strip("`: "),
@@ -46,6 +41,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="show the backends' INFO and WARNING lines")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     parser.add_argument("--nproc", type=int, default=1, help="ranks on this machine (re-launches under torchrun)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The `tooluse-train` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["prefilter"]:
+        from tooluse_agents.grpo.prefilter import main as prefilter
+
+        return prefilter(argv[1:])
+    parser = build_parser()
     args = parser.parse_intermixed_args(argv)  # options between overrides too
     if args.nproc < 1:
         parser.error("--nproc must be at least 1")

@@ -195,8 +195,8 @@ def kept_prompts(pool: TaskPool, keep_list: str | None, mode: str) -> TaskPool:
     return dataclasses.replace(pool, tasks=tasks)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The `tooluse-train prefilter` command; returns the exit status."""
+def build_parser() -> argparse.ArgumentParser:
+    """The `tooluse train prefilter` arguments."""
     parser = argparse.ArgumentParser(
         prog="tooluse-train prefilter", description="keep the prompts a (stronger) model solves at least once"
     )
@@ -210,6 +210,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--min-correct", type=int, default=1, help="correct rollouts to keep a prompt (the paper: 1)")
     parser.add_argument("--out", type=Path, required=True, help="the keep list (.yaml, or .json)")
     parser.add_argument("--episodes", type=Path, help="also write every rollout's episode record (JSONL)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The `tooluse-train prefilter` command; returns the exit status."""
+    parser = build_parser()
     args = parser.parse_intermixed_args(argv)
 
     from tooluse_agents.evaluate import EvalConfig, make_agent

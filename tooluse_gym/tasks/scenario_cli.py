@@ -44,14 +44,20 @@ def validate(paths: Sequence[str], replay: bool = True) -> int:
     return 1 if failed else 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run `tooluse-scenarios` on `argv` (default: the command line) and return the exit code."""
+def build_parser() -> argparse.ArgumentParser:
+    """The `tooluse scenarios` arguments."""
     parser = argparse.ArgumentParser(prog="tooluse-scenarios", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("validate", help="check scenario files (schema, backends, functions, ground truth)")
     check.add_argument("paths", nargs="+", help="scenario files or folders")
     check.add_argument("--no-replay", action="store_true", help="skip replaying the ground truth")
     sub.add_parser("schema", help="print the JSON Schema of scenario files")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `tooluse-scenarios` on `argv` (default: the command line) and return the exit code."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "schema":
         print(json.dumps(scenario_schema(), indent=2))
