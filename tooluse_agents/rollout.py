@@ -75,7 +75,7 @@ def request_for(env: gym.Env, observation: dict[str, Any], seed: int) -> AgentRe
         task=base.task,
         turn=base.turn,
         steps_in_turn=base.steps_in_turn,
-        tool_format=base.config.tool_format,
+        tool_format=base.config.knobs.tool_format,
     )
 
 

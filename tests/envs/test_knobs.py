@@ -103,7 +103,7 @@ def test_the_system_prompt_wrapper_owns_the_held_out_notice(system_prompt):
         expected = plain
     assert obs["messages"][-1]["content"] == expected
     assert env.unwrapped.messages[-1]["content"] == expected  # the env's own transcript says what was sent
-    # the base env, unwrapped, sends the function-calling notice: only the prompt wrapper changes it
+    # the builder picks the notice from the system prompt (no wrapper rewrites the base env)
     assert env.unwrapped.config.holdout_notice == (bfcl.holdout_notice_template(prompting=True) if carries else plain)
     env.close()
 

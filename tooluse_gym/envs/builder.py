@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium as gym
 
 from tooluse_gym import __version__
-from tooluse_gym.envs.knobs import Knobs
+from tooluse_gym.envs.knobs import ENV_DEFAULTS, Knobs
 from tooluse_gym.envs.tool_env import EnvConfig, ToolUseEnv
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl
@@ -23,7 +23,7 @@ from tooluse_gym.tools.runtime import BackendHooks
 from tooluse_gym.wrappers import ContextTemplate, ReasoningHistory, RenderedPrompt, SystemPrompt, ToolResultPlacement
 
 TASKS_ENV_ID = "ToolUse-Tasks-v0"
-TASKS_DEFAULTS = Knobs(decoder="lenient")
+TASKS_DEFAULTS = ENV_DEFAULTS[TASKS_ENV_ID]
 """`ToolUse-Tasks-v0`'s defaults: tasks of your own have no official score to match (see the scenario env)."""
 
 
@@ -56,7 +56,7 @@ def wrap(env: gym.Env, knobs: Knobs) -> gym.Env:
     if knobs.tool_results != "tool_messages":
         env = ToolResultPlacement(env, knobs.tool_results)
     if knobs.prompt.name != "none":
-        env = SystemPrompt(env, knobs.system_prompt, knobs.tool_format)
+        env = SystemPrompt(env, knobs.system_prompt, knobs.tool_format, resolved=knobs.prompt)
     if knobs.template == "context":
         env = ContextTemplate(env)
     if knobs.tokenizer is not None:
@@ -74,14 +74,10 @@ def build_env(
     card_extra: Mapping[str, str] | None = None,
 ) -> gym.Env:
     """The base env over `pool`, configured by `knobs`, stamped with its card, wrapped for the protocol."""
-    config = EnvConfig(
-        tool_format=knobs.tool_format,
-        decoder=knobs.decoder,
-        strict_tools=knobs.strict_tools,
-        validate_args=knobs.validates_args,
-        max_steps_per_turn=knobs.max_steps_per_turn,
-        holdout_notice=bfcl.holdout_notice_template(prompting=False),
-    )
+    # a prompt that carries the function list takes BFCL's prompting-mode notice (it shows the new
+    # functions' docs: the ``tools`` field, emptied, cannot announce them), else the function-calling one
+    notice = bfcl.holdout_notice_template(prompting=knobs.prompt.carries_tools)
+    config = EnvConfig(knobs=knobs, holdout_notice=notice)
     card = ProtocolCard(
         env_id=env_id,
         category=pool.label,
