@@ -10,7 +10,7 @@ import pytest
 
 from tooluse_agents.cli import _common
 from tooluse_agents.evaluate import PROTOCOL_KNOBS
-from tooluse_agents.grpo.tasks import ProtocolConfig, bfcl_pool, env_factory
+from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL, bfcl_pool, env_factory
 from tooluse_agents.oracle import END_OF_TURN
 from tooluse_gym.envs.builder import TASKS_ENV_ID, TaskPool
 from tooluse_gym.envs.knobs import CHOICES, Knobs
@@ -72,7 +72,7 @@ def test_each_env_id_differs_only_by_its_defaults(tmp_path):
 
 def test_training_envs_have_a_spec_that_rebuilds_them():
     pool = bfcl_pool(bfcl.load_bfcl_tasks("base", ["multi_turn_base_0", "multi_turn_base_1"]), label="bfcl:base")
-    protocol = ProtocolConfig(max_steps_per_turn=3)
+    protocol = TRAIN_PROTOCOL.with_defaults(max_steps_per_turn=3)
     env = env_factory(pool, protocol)()
     _, info = env.reset(seed=1)
     assert env.spec.id == TASKS_ENV_ID and info["protocol"]["env_id"] == TASKS_ENV_ID
