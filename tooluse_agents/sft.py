@@ -40,8 +40,11 @@ import gymnasium as gym
 
 import tooluse_gym  # noqa: F401  (registers the environments)
 from tooluse_agents.base import chat_prompt
+from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL
+from tooluse_agents.knob_flags import add_knob_flags, given_knobs
 from tooluse_agents.oracle import OracleAgent
 from tooluse_agents.rollout import request_for
+from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.tasks.scenario import load_scenario_set
 
 
@@ -53,8 +56,8 @@ class SFTConfig:
         model: Starting model (``smollm2-135m``, ``tiny-random``, a folder or an HF id).
         scenarios: Scenario file or folder whose ground truth is the training data.
         out: Run folder: ``model/`` (the final weights and tokenizer), ``epoch_N/`` and ``sft.jsonl``.
-        system_prompt, tool_format: Protocol knobs the examples are rendered with; use the ones
-            the model will be evaluated and trained under.
+        protocol: The knobs the examples are rendered with (`TRAIN_PROTOCOL` unless changed); use
+            the ones the model will be evaluated and trained under.
         epochs: Passes over the examples (shuffled each epoch with `seed`).
         lr: AdamW learning rate, constant after `warmup_steps` of linear warm-up.
         batch_size: Examples per optimizer step (gradients accumulated; the loss is the mean over
@@ -70,8 +73,7 @@ class SFTConfig:
     model: str = "smollm2-135m"
     scenarios: str = "scenarios/curriculum/warmup.yaml"
     out: str = "runs/warmstart"
-    system_prompt: str = "strong"
-    tool_format: str = "json"
+    protocol: Knobs = TRAIN_PROTOCOL
     epochs: int = 1
     lr: float = 1e-4
     warmup_steps: int = 5
@@ -110,8 +112,7 @@ def build_examples(config: SFTConfig, tokenizer: Any) -> list[Example]:
     env = gym.make(
         "ToolUse-Scenario-v0",
         path=config.scenarios,
-        system_prompt=config.system_prompt,
-        tool_format=config.tool_format,
+        **config.protocol.to_dict(),
     )
     oracle = OracleAgent()
     end = [tokenizer.eos_token_id]
@@ -272,8 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", default=defaults.model)
     parser.add_argument("--scenarios", default=defaults.scenarios)
     parser.add_argument("--out", default=defaults.out)
-    parser.add_argument("--system-prompt", default=defaults.system_prompt)
-    parser.add_argument("--tool-format", default=defaults.tool_format, choices=["json", "python"])
+    add_knob_flags(parser.add_argument_group("protocol knobs"), defaults=defaults.protocol)
     parser.add_argument("--epochs", type=int, default=defaults.epochs)
     parser.add_argument("--lr", type=float, default=defaults.lr)
     parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
@@ -281,9 +281,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--full-backprop", action="store_true", help="back-propagate through the prompt too")
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--threads", type=int, default=None)
-    args = vars(parser.parse_args(argv))
+    namespace = parser.parse_args(argv)
+    protocol = defaults.protocol.with_defaults(**given_knobs(namespace))
+    args = {k: v for k, v in vars(namespace).items() if k not in Knobs.names()}
     detach_prompt = not args.pop("full_backprop")
-    config = SFTConfig(**args, detach_prompt=detach_prompt)
+    config = SFTConfig(**args, protocol=protocol, detach_prompt=detach_prompt)
     summary = train(config)
     print(json.dumps(summary, indent=2))
     return 0
