@@ -59,7 +59,7 @@ def add_knob_flags(
     for field in dataclasses.fields(Knobs):
         name, kind = field.name, str(field.type)
         note = _default_note(name, defaults)
-        text = docs.get(name, "").replace("``", "").replace("%", "%%")
+        text = docs.get(name, "").replace("``", "`").replace("%", "%%")
         kwargs: dict[str, Any] = {"default": None, "help": f"{text} ({note})"}
         if kind.startswith("bool"):
             kwargs["action"] = argparse.BooleanOptionalAction

@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
-from collections.abc import Mapping, Sequence
+import typing
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
@@ -44,6 +45,7 @@ __all__ = [
     "check_choice",
     "env_defaults",
     "knob_docs",
+    "optional_knobs_model",
 ]
 
 
@@ -185,3 +187,28 @@ def knob_docs() -> dict[str, str]:
         elif current and line.strip():
             out[current] += " " + line.strip()
     return out
+
+
+def optional_knobs_model(base: type[Any], name: str, *, exclude: Collection[str] = ()) -> type[Any]:
+    """A pydantic model class deriving from `base` with one field per knob (but `exclude`), generated from `Knobs`.
+
+    Each field is the knob's type or None, None by default (unset: the env id's default), and
+    carries the knob's description (`knob_docs`). pydantic is imported only here (the verifiers
+    adapter's ``--env.taskset.knobs.*`` config is such a model).
+
+    Args:
+        base: The pydantic model class to derive from.
+        name: The new class's name.
+        exclude: Knobs left out.
+
+    Returns:
+        The model class.
+    """
+    from pydantic import Field, create_model
+
+    hints = typing.get_type_hints(Knobs)
+    docs = knob_docs()
+    fields: dict[str, Any] = {
+        knob: (hints[knob] | None, Field(None, description=docs[knob])) for knob in Knobs.names() if knob not in exclude
+    }
+    return create_model(name, __base__=base, **fields)

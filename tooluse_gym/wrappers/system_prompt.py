@@ -33,8 +33,8 @@ class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     def __init__(
         self,
         env: gym.Env,
-        prompt: str = "bfcl",
-        tool_format: str = "python",
+        prompt: str,
+        tool_format: str,
         *,
         resolved: SystemPromptSpec | None = None,
     ):
