@@ -52,11 +52,13 @@ def build(folder: str | Path, scenarios: str | Path = CHECK_SCENARIOS, target: f
     """Save the taught model and its tokenizer to `folder` (seeded: the same weights every time)."""
     from transformers import AutoTokenizer
 
+    from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL
     from tooluse_agents.sft import SFTConfig, build_examples
     from tooluse_gym.models import SMOLLM2, resolve_model, tiny_llama
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model(SMOLLM2))
-    config = SFTConfig(scenarios=str(scenarios), system_prompt="none", tool_format="python")
+    protocol = TRAIN_PROTOCOL.with_defaults(system_prompt="none", tool_format="python")
+    config = SFTConfig(scenarios=str(scenarios), protocol=protocol)
     # step 0 closes the greeting turn; step 1 is the call that GRPO's next-turn prompt asks for
     everything = build_examples(config, tokenizer)
     examples = [e for e in everything if e.step == 1]

@@ -98,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
     """Play every configuration the pre-registration names (skipping what is already done)."""
     from tooluse_agents.evaluate import run_eval
     from tooluse_agents.sweep import run_vary
+    from tooluse_gym.envs.knobs import Knobs
 
     prereg = load(args.prereg)
     if uncommitted(args.prereg):
@@ -118,12 +119,14 @@ def run(args: argparse.Namespace) -> int:
         categories=tuple(bfcl["categories"]),
         limit=bfcl["limit"],
         seeds=tuple(bfcl["seeds"]),
-        protocol=knobs,
+        protocol=Knobs(**knobs),  # the BFCL env's defaults are Knobs'
     )
     print(f"[protocol-sensitivity] BFCL slice -> {shown(args.out / 'bfcl')}", file=sys.stderr)
     run_eval(config, args.out / "bfcl", progress=args.progress)
     if args.grpo_model:
-        config = dataclasses.replace(base, model=str(args.grpo_model), protocol=dict(prereg["base"]))
+        config = dataclasses.replace(
+            base, model=str(args.grpo_model), protocol=base.protocol.with_defaults(**prereg["base"])
+        )
         print(f"[protocol-sensitivity] trained model's base row -> {shown(args.out / 'grpo-base')}", file=sys.stderr)
         run_eval(config, args.out / "grpo-base", progress=args.progress)
     return 0

@@ -39,6 +39,7 @@ import tooluse_gym  # noqa: F401  (registers the env ids)
 from tooluse_agents.episode import EpisodeWriter, episode_record
 from tooluse_agents.integrations.chat_episode import task_ids_of
 from tooluse_agents.results import format_table, summarize
+from tooluse_gym.envs.knobs import ENV_DEFAULTS, Knobs
 from tooluse_gym.wrappers.candidates import CandidateActions, CandidateConfig
 from tooluse_gym.wrappers.features import CANDIDATE_FEATURES, CONTEXT_FEATURES
 
@@ -134,7 +135,7 @@ class BaselineConfig:
             terminal reward) or ``terminal``; evaluation always uses the terminal reward.
         train_end_on_mistake: Truncate training episodes at the first pick that does not match
             the ground truth (evaluation episodes always run to their end).
-        tool_format: Tool format of the text env under the wrapper.
+        protocol: Knobs of the text env under the wrapper (the scenario env's defaults unless changed).
     """
 
     train: tuple[str, ...] = ("scenarios/curriculum/train.yaml",)
@@ -146,7 +147,7 @@ class BaselineConfig:
     group_size: int = 2
     train_reward: str = "shaped"
     train_end_on_mistake: bool = True
-    tool_format: str = "python"
+    protocol: Knobs = ENV_DEFAULTS[SCENARIO_ENV_ID]
 
     def __post_init__(self) -> None:
         unknown = set(self.algorithms) - set(ALGORITHMS)
@@ -235,7 +236,7 @@ def evaluate_algorithm(config: BaselineConfig, algorithm: str, out: Path, log: C
     """Train (unless random) and evaluate one algorithm over the configured seeds; writes ``out/<algorithm>``."""
     folder = out / algorithm
     folder.mkdir(parents=True, exist_ok=True)
-    heldout = make_candidate_env(config.heldout, config.candidates(), tool_format=config.tool_format)
+    heldout = make_candidate_env(config.heldout, config.candidates(), **config.protocol.to_dict())
     task_ids = task_ids_of(heldout)
     records, train_s = [], []
     for seed in config.seeds:
@@ -243,9 +244,7 @@ def evaluate_algorithm(config: BaselineConfig, algorithm: str, out: Path, log: C
         if algorithm == "random":
             policy = random_policy(config.num_candidates, seed)
         else:
-            train_env = make_candidate_env(
-                config.train, config.candidates(training=True), tool_format=config.tool_format
-            )
+            train_env = make_candidate_env(config.train, config.candidates(training=True), **config.protocol.to_dict())
             start = time.perf_counter()
             model = train_model(algorithm, train_env, config.timesteps, seed)
             train_s.append(time.perf_counter() - start)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from tooluse_gym.tasks.task import Task
@@ -50,7 +50,7 @@ class AgentRequest:
         task: The task being played (only scripted agents may look at it).
         turn: Current user turn.
         steps_in_turn: Executing steps already taken in this turn.
-        tool_format: ``python`` or ``json``: what the env parses.
+        tool_format: ``python`` or ``json``: what the env parses (its ``tool_format`` knob; keyword only).
         episode: The rollout loop's number for the episode (unique within one run of the loop): an
             agent that keeps state per episode (a token sequence) keys it by this.
         prompt_token_ids: Token ids to continue instead of rendering the observation (set by
@@ -63,7 +63,8 @@ class AgentRequest:
     task: Task | None = None
     turn: int = 0
     steps_in_turn: int = 0
-    tool_format: str = "python"
+    _: KW_ONLY
+    tool_format: str
     episode: int = 0
     prompt_token_ids: tuple[int, ...] | None = None
     max_tokens: int | None = None

@@ -22,20 +22,20 @@ from tooluse_agents.bfcl_export import EXPORT_FORMATS, export_bfcl
 from tooluse_agents.dtypes import DTYPES
 from tooluse_agents.evaluate import (
     AGENTS,
+    ENV_ID,
+    SCENARIO_ENV_ID,
     EvalConfig,
     RunConflict,
     compare_runs,
     results_table,
     run_eval,
 )
+from tooluse_agents.knob_flags import SWEPT, add_knob_flags, given_knobs, varies_by_env_id
 from tooluse_agents.results import failure_banner, run_failed
 from tooluse_agents.rollout import SCHEDULES
 from tooluse_agents.sweep import run_sweep, run_vary
-from tooluse_gym.envs.knobs import CHOICES, Knobs
+from tooluse_gym.envs.knobs import env_defaults
 from tooluse_gym.tasks.bfcl import CATEGORIES
-
-_DEFAULTS = Knobs()
-_KNOBS = {k: CHOICES[k] for k in ("template", "reasoning", "tool_format", "tool_results")}
 
 
 def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
@@ -58,27 +58,7 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     p.add_argument("--limit", type=int, help="tasks per category, evenly spaced (default: all)")
     p.add_argument("--task-ids", nargs="+", help="explicit task ids (overrides --categories/--limit)")
     p.add_argument("--seeds", nargs="+", type=int, default=[0])
-    nargs = "+" if sweep else None
-    for knob, choices in _KNOBS.items():
-        default = getattr(_DEFAULTS, knob)
-        p.add_argument(
-            f"--{knob.replace('_', '-')}", nargs=nargs, choices=choices, default=[default] if sweep else default
-        )
-    p.add_argument(
-        "--system-prompt",
-        nargs=nargs,
-        default=[_DEFAULTS.system_prompt] if sweep else _DEFAULTS.system_prompt,
-        help="bfcl | strong | none | literal prompt text",
-    )
-    p.add_argument(
-        "--decoder",
-        nargs=nargs,
-        choices=CHOICES["decoder"],
-        help="bfcl: decode and execute calls exactly as bfcl_eval (default for BFCL tasks) | "
-        "lenient: a friendlier parser (default for --scenarios)",
-    )
-    p.add_argument("--strict-tools", action="store_true")
-    p.add_argument("--max-steps-per-turn", type=int, default=_DEFAULTS.max_steps_per_turn)
+    add_knob_flags(p.add_argument_group("protocol knobs"), several=SWEPT if sweep else ())
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--max-tokens", type=int, default=512)
@@ -103,7 +83,9 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     p.add_argument("--verbose", action="store_true", help="show the backends' INFO and WARNING lines")
 
 
-def _config(args: argparse.Namespace, knobs: dict) -> EvalConfig:
+def _config(args: argparse.Namespace, *, exclude: tuple[str, ...] = ()) -> EvalConfig:
+    """The run's config; the knobs given (but those in `exclude`) over the env id's defaults."""
+    env_id = SCENARIO_ENV_ID if args.scenarios else ENV_ID
     return EvalConfig(
         agent=args.agent,
         model=args.model,
@@ -113,7 +95,7 @@ def _config(args: argparse.Namespace, knobs: dict) -> EvalConfig:
         scenarios=tuple(args.scenarios) if args.scenarios else None,
         task_ids=tuple(args.task_ids) if args.task_ids else None,
         seeds=tuple(args.seeds),
-        protocol={**knobs, "strict_tools": args.strict_tools, "max_steps_per_turn": args.max_steps_per_turn},
+        protocol=env_defaults(env_id).with_defaults(**given_knobs(args, exclude=exclude)),
         sampling=SamplingConfig(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens),
         num_envs=args.num_envs,
         schedule=args.schedule,
@@ -121,6 +103,12 @@ def _config(args: argparse.Namespace, knobs: dict) -> EvalConfig:
         tensor_parallel_size=args.tensor_parallel_size,
         text_replies=args.text_replies,
     )
+
+
+def _grid(args: argparse.Namespace, config: EvalConfig) -> dict[str, list]:
+    """A sweep's knob values: those given, and the default of each knob every env id shares (it names the folders)."""
+    grid = {k: getattr(args, k) or (None if varies_by_env_id(k) else [getattr(config.protocol, k)]) for k in SWEPT}
+    return {k: v for k, v in grid.items() if v}
 
 
 QUIET_ENV = {
@@ -201,8 +189,7 @@ def main(argv: list[str] | None = None) -> int:
 def _command(args: argparse.Namespace) -> int:
     try:
         if args.command == "run":
-            knobs = {k: getattr(args, k) for k in (*_KNOBS, "system_prompt", "decoder") if getattr(args, k)}
-            results = run_eval(_config(args, knobs), args.out, force=args.force, progress=not args.no_progress)
+            results = run_eval(_config(args), args.out, force=args.force, progress=not args.no_progress)
             banner = failure_banner(results["summary"])
             if banner:  # above the table: a dead endpoint must not read as a score of 0
                 print(banner + "\n")
@@ -215,8 +202,8 @@ def _command(args: argparse.Namespace) -> int:
             if run_failed(results["summary"]):
                 return 1
         elif args.command == "sweep":
-            grid = {k: getattr(args, k) for k in (*_KNOBS, "system_prompt", "decoder") if getattr(args, k)}
-            config, progress = _config(args, {}), not args.no_progress
+            config, progress = _config(args, exclude=SWEPT), not args.no_progress
+            grid = _grid(args, config)
             if args.vary:
                 seeds = args.change_seeds
                 data = run_vary(config, grid, args.out, change_seeds=seeds, force=args.force, progress=progress)

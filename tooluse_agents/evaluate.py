@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import shutil
@@ -29,7 +30,7 @@ from tooluse_agents.results import (
     summarize,
 )
 from tooluse_agents.rollout import Episode, RolloutJob, resolve_schedule, run_rollouts
-from tooluse_gym.envs.knobs import Knobs
+from tooluse_gym.envs.knobs import Knobs, env_defaults
 from tooluse_gym.envs.tool_env import protocol_card
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl, evenly_spaced
@@ -39,6 +40,19 @@ ENV_ID = "ToolUse-MultiTurn-v0"
 SCENARIO_ENV_ID = "ToolUse-Scenario-v0"
 AGENTS = ("oracle", "hf", "vllm", "openai")
 PROTOCOL_KNOBS = Knobs.names()
+ENV_DEFAULT = Knobs()
+"""`EvalConfig.protocol`'s default, a marker: the knobs become the env id's defaults (`env_defaults`)."""
+RECORDED_KNOBS = (
+    "template",
+    "reasoning",
+    "tool_format",
+    "tool_results",
+    "system_prompt",
+    "strict_tools",
+    "max_steps_per_turn",
+)
+"""The knobs `run.json` always holds (as `tooluse-eval run` has always written them); the others only when
+they differ from the env id's defaults."""
 
 
 _RESUMABLE_ACROSS = {"schedule"}  # settings that cannot change a verdict: a run may resume under another value
@@ -62,7 +76,9 @@ class EvalConfig:
             of BFCL (``ToolUse-MultiTurn-v0``).
         task_ids: Explicit task ids (overrides `categories` and `limit`).
         seeds: One pass over the tasks per seed; the seed fixes every sampling call.
-        protocol: Protocol knobs passed to `gym.make` (template, reasoning, system_prompt, ...).
+        protocol: The knobs (`Knobs`) the env is made with; left out: the env id's defaults
+            (`tooluse_gym.envs.knobs.env_defaults`), e.g. ``decoder`` ``bfcl`` for BFCL and
+            ``lenient`` for scenarios. ``env_defaults(config.env_id).with_defaults(...)`` changes some.
         sampling: Sampling settings.
         num_envs: Episodes played at once (the most requests in flight).
         schedule: ``auto`` | ``async`` | ``lockstep`` (`tooluse_agents.rollout`); never changes a verdict, so a
@@ -84,7 +100,7 @@ class EvalConfig:
     scenarios: tuple[str, ...] | None = None
     task_ids: tuple[str, ...] | None = None
     seeds: tuple[int, ...] = (0,)
-    protocol: Mapping[str, Any] = field(default_factory=dict)
+    protocol: Knobs = ENV_DEFAULT
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     num_envs: int = 8
     schedule: str = "auto"
@@ -97,9 +113,10 @@ class EvalConfig:
             raise ValueError(f"agent must be one of {', '.join(AGENTS)}, got {self.agent!r}")
         if self.agent != "oracle" and not self.model:
             raise ValueError(f"--model is required for the {self.agent} agent")
-        unknown = set(self.protocol) - set(PROTOCOL_KNOBS)
-        if unknown:
-            raise ValueError(f"unknown protocol knobs {sorted(unknown)}; known: {', '.join(PROTOCOL_KNOBS)}")
+        if not isinstance(self.protocol, Knobs):
+            raise TypeError(f"protocol must be a Knobs, got {type(self.protocol).__name__}")
+        if self.protocol is ENV_DEFAULT:
+            object.__setattr__(self, "protocol", env_defaults(self.env_id))
         if self.scenarios is None:
             for c in self.categories or ():
                 bfcl.normalize_category(c)
@@ -113,7 +130,8 @@ class EvalConfig:
     def to_dict(self) -> dict[str, Any]:
         """The configuration as `run.json` holds it (a run resumes only under an equal one)."""
         data = dataclasses.asdict(self)
-        data["protocol"] = dict(self.protocol)
+        changed = self.protocol.changed_from(env_defaults(self.env_id))
+        data["protocol"] = {k: v for k, v in self.protocol.to_dict().items() if k in RECORDED_KNOBS or k in changed}
         if data["tensor_parallel_size"] == 1:  # left out at its default: runs written before it existed resume
             del data["tensor_parallel_size"]
         if data["text_replies"] == "decode":  # the same
@@ -128,6 +146,19 @@ class EvalConfig:
     def env_kwargs(self) -> dict[str, Any]:
         """`gym.make` arguments besides the protocol knobs and task ids."""
         return {"path": list(self.scenarios)} if self.scenarios else {"category": "all"}
+
+
+def _resumable(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A `run.json` as compared on resume: settings that cannot change a verdict left out, every knob resolved.
+
+    The knobs are resolved over the env id's defaults, so a file that lists only the knobs it set
+    (as older ones do) matches an equal configuration.
+    """
+    out = {k: v for k, v in data.items() if k not in _RESUMABLE_ACROSS}
+    env_id = SCENARIO_ENV_ID if out.get("scenarios") else ENV_ID
+    with contextlib.suppress(TypeError, ValueError):  # a knob this version does not know: no equal configuration
+        out["protocol"] = env_defaults(env_id).with_defaults(**out.get("protocol", {})).to_dict()
+    return out
 
 
 def select_tasks(
@@ -216,8 +247,8 @@ def run_eval(
     out.mkdir(parents=True, exist_ok=True)
     config_path = out / "run.json"
     if config_path.exists():
-        previous = {k: v for k, v in json.loads(config_path.read_text()).items() if k not in _RESUMABLE_ACROSS}
-        current = {k: v for k, v in config.to_dict().items() if k not in _RESUMABLE_ACROSS}
+        previous = _resumable(json.loads(config_path.read_text()))
+        current = _resumable(config.to_dict())
         if previous != current:
             changed = sorted(k for k in current if previous.get(k) != current[k])
             raise RunConflict(
@@ -235,7 +266,7 @@ def run_eval(
     jobs = [RolloutJob(t, s) for s in config.seeds for t in task_ids if (t, s) not in done_keys]
 
     def make_env() -> gym.Env:
-        return gym.make(config.env_id, task_ids=task_ids, **config.env_kwargs(), **config.protocol)
+        return gym.make(config.env_id, task_ids=task_ids, **config.env_kwargs(), **config.protocol.to_dict())
 
     probe = make_env()
     card = ProtocolCard.from_dict({**protocol_card(probe).to_dict(), "seed": None})

@@ -40,8 +40,11 @@ import gymnasium as gym
 
 import tooluse_gym  # noqa: F401  (registers the environments)
 from tooluse_agents.base import AgentRequest, Generation, SamplingConfig, chat_prompt
+from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL
+from tooluse_agents.knob_flags import add_knob_flags, given_knobs
 from tooluse_agents.oracle import OracleAgent
 from tooluse_agents.rollout import RolloutJob, run_rollouts
+from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.tasks.scenario import load_scenario_set
 
 
@@ -53,8 +56,8 @@ class SFTConfig:
         model: Starting model (``smollm2-135m``, ``tiny-random``, a folder or an HF id).
         scenarios: Scenario file or folder whose ground truth is the training data.
         out: Run folder: ``model/`` (the final weights and tokenizer), ``epoch_N/`` and ``sft.jsonl``.
-        system_prompt, tool_format: Protocol knobs the examples are rendered with; use the ones
-            the model will be evaluated and trained under.
+        protocol: The knobs the examples are rendered with (`TRAIN_PROTOCOL` unless changed); use
+            the ones the model will be evaluated and trained under.
         epochs: Passes over the examples (shuffled each epoch with `seed`).
         lr: AdamW learning rate, constant after `warmup_steps` of linear warm-up.
         batch_size: Examples per optimizer step (gradients accumulated; the loss is the mean over
@@ -70,8 +73,7 @@ class SFTConfig:
     model: str = "smollm2-135m"
     scenarios: str = "scenarios/curriculum/warmup.yaml"
     out: str = "runs/warmstart"
-    system_prompt: str = "strong"
-    tool_format: str = "json"
+    protocol: Knobs = TRAIN_PROTOCOL
     epochs: int = 1
     lr: float = 1e-4
     warmup_steps: int = 5
@@ -138,12 +140,7 @@ def build_examples(config: SFTConfig, tokenizer: Any) -> list[Example]:
         tasks = tasks[: config.limit]
 
     def make_env() -> gym.Env:
-        return gym.make(
-            "ToolUse-Scenario-v0",
-            path=config.scenarios,
-            system_prompt=config.system_prompt,
-            tool_format=config.tool_format,
-        )
+        return gym.make("ToolUse-Scenario-v0", path=config.scenarios, **config.protocol.to_dict())
 
     jobs = [RolloutJob(task.task_id, config.seed) for task in tasks]
     episodes = run_rollouts(
@@ -297,8 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", default=defaults.model)
     parser.add_argument("--scenarios", default=defaults.scenarios)
     parser.add_argument("--out", default=defaults.out)
-    parser.add_argument("--system-prompt", default=defaults.system_prompt)
-    parser.add_argument("--tool-format", default=defaults.tool_format, choices=["json", "python"])
+    add_knob_flags(parser.add_argument_group("protocol knobs"), defaults=defaults.protocol)
     parser.add_argument("--epochs", type=int, default=defaults.epochs)
     parser.add_argument("--lr", type=float, default=defaults.lr)
     parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
@@ -310,11 +306,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The `python -m tooluse_agents.sft` command; returns the exit status."""
+    """The `tooluse sft` command; returns the exit status."""
+    defaults = SFTConfig()
     parser = build_parser()
-    args = vars(parser.parse_args(argv))
+    namespace = parser.parse_args(argv)
+    protocol = defaults.protocol.with_defaults(**given_knobs(namespace))
+    args = {k: v for k, v in vars(namespace).items() if k not in Knobs.names()}
     detach_prompt = not args.pop("full_backprop")
-    config = SFTConfig(**args, detach_prompt=detach_prompt)
+    config = SFTConfig(**args, protocol=protocol, detach_prompt=detach_prompt)
     summary = train(config)
     print(json.dumps(summary, indent=2))
     return 0

@@ -67,7 +67,7 @@ def run_sweep(
     runs = []
     try:
         for combo in combos:
-            config = dataclasses.replace(base, protocol={**base.protocol, **combo})
+            config = dataclasses.replace(base, protocol=base.protocol.with_defaults(**combo))
             results = run_eval(config, out / slug(combo), agent=agent, force=force, progress=progress)
             runs.append(_row(combo, slug(combo), results))
     finally:
@@ -179,13 +179,13 @@ def run_vary(
     missing = sorted(set(change_seeds) - set(base.seeds))
     if missing:
         raise ValueError(f"change seeds {missing} are not base seeds: a change is paired with the base by seed")
-    base_config = dataclasses.replace(base, protocol={**base.protocol, **base_knobs})
+    base_config = dataclasses.replace(base, protocol=base.protocol.with_defaults(**base_knobs))
     agent = make_agent(base)
     try:
         base_results = run_eval(base_config, out / "base", agent=agent, force=force, progress=progress)
         rows = []
         for knob, value in changes:
-            protocol = {**base_config.protocol, knob: value}
+            protocol = base_config.protocol.with_defaults(**{knob: value})
             config = dataclasses.replace(base_config, protocol=protocol, seeds=change_seeds)
             folder = slug({knob: value})
             results = run_eval(config, out / folder, agent=agent, force=force, progress=progress)

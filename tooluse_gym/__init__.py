@@ -6,6 +6,7 @@
     env = gym.make("ToolUse-MultiTurn-v0", category="base", template="native", reasoning="keep",
                    system_prompt="bfcl", tool_format="python")
     env = gym.make("ToolUse-Scenario-v0", path="scenarios/curriculum/train.yaml")
+    env = gym.make("ToolUse-Tasks-v0", source={"kind": "bfcl", "category": "base", "next_turn": True})
     env = gym.make("ToolUse-Tasks-v0", pool=pool)   # any `tooluse_gym.envs.builder.TaskPool`
 
 Importing this package registers environment ids only; it never imports torch or vLLM.

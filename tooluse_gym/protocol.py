@@ -8,11 +8,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 MAX_STEPS_PER_TURN = 20
 """BFCL's step limit: a 21st executing step in one turn force-quits the entry."""
+
+WRITTEN_BEFORE: Mapping[str, Any] = MappingProxyType({"decoder": "lenient"})
+"""Knob fields that cards written before the knob existed lack, with the value those runs used."""
 
 
 def sha256_text(text: str) -> str:
@@ -23,6 +28,9 @@ def sha256_text(text: str) -> str:
 @dataclass(frozen=True, kw_only=True)
 class ProtocolCard:
     """The evaluation protocol of an environment instance.
+
+    The env builder fills the knob fields from `tooluse_gym.envs.knobs.Knobs.card_fields`; they
+    have no defaults of their own.
 
     Attributes:
         env_id: Registered id, e.g. ``ToolUse-MultiTurn-v0``.
@@ -53,16 +61,16 @@ class ProtocolCard:
 
     env_id: str
     category: str
-    template: str = "native"
-    reasoning: str = "keep"
-    system_prompt: str = "none"
-    system_prompt_sha256: str = ""
-    tool_format: str = "python"
-    tool_results: str = "tool_messages"
-    decoder: str = "lenient"
-    strict_tools: bool = False
-    validate_args: bool = True
-    max_steps_per_turn: int = MAX_STEPS_PER_TURN
+    template: str
+    reasoning: str
+    system_prompt: str
+    system_prompt_sha256: str
+    tool_format: str
+    tool_results: str
+    decoder: str
+    strict_tools: bool
+    validate_args: bool
+    max_steps_per_turn: int
     reward: str = "terminal"
     bfcl_version: str = ""
     known_issues: str = ""
@@ -78,12 +86,19 @@ class ProtocolCard:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProtocolCard:
-        """The card `to_dict` wrote; absent fields take their defaults, unknown ones raise `ValueError`."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - known
+        """The card `to_dict` wrote, or an older one (`WRITTEN_BEFORE` fills the knobs it predates).
+
+        Raises:
+            ValueError: A field the card class does not know, or a knob the card lacks.
+        """
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = set(data) - set(fields)
         if unknown:
             raise ValueError(f"unknown protocol card fields: {sorted(unknown)}")
-        data = dict(data)
+        data = {**WRITTEN_BEFORE, **data}
+        missing = [n for n, f in fields.items() if n not in data and f.default is dataclasses.MISSING]
+        if missing:
+            raise ValueError(f"the protocol card lacks {missing}")
         data["extra"] = tuple(sorted(dict(data.get("extra", {})).items()))
         return cls(**data)
 

@@ -268,7 +268,9 @@ def _flag_rows(parser: argparse.ArgumentParser) -> list[list[str]]:
             name += " ..."
         if action.choices is not None:
             kind = ", ".join(f"`{c}`" for c in action.choices)
-        elif isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+        elif isinstance(
+            action, (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse.BooleanOptionalAction)
+        ):
             kind = "flag"
         else:
             kind = getattr(action.type, "__name__", "str") if action.type else "str"

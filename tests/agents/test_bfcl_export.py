@@ -41,6 +41,7 @@ from tooluse_agents.bfcl_export import (
 from tooluse_agents.cli import main
 from tooluse_agents.evaluate import EvalConfig, run_eval, select_tasks
 from tooluse_agents.records import EpisodeRecord, StepEntry, TurnEntry, read_episodes
+from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.prompts import json_call_block
 from tooluse_gym.types import ToolCall
 
@@ -198,7 +199,9 @@ TASKS = ("multi_turn_base_0", "multi_turn_base_1", "multi_turn_miss_func_0")
 
 
 def oracle_run(path, task_ids=TASKS, seeds=(0, 1), **protocol):
-    config = EvalConfig(agent="oracle", task_ids=tuple(task_ids), seeds=tuple(seeds), protocol=protocol, num_envs=4)
+    config = EvalConfig(
+        agent="oracle", task_ids=tuple(task_ids), seeds=tuple(seeds), protocol=Knobs(**protocol), num_envs=4
+    )
     run_eval(config, path, progress=False)
     return path
 
@@ -558,7 +561,9 @@ def perturbed_run(path, encoding, task_ids, seeds):
     episodes = [(t, s) for s in seeds for t in task_ids]
     kinds = {e: KINDS[encoding][i % len(KINDS[encoding])] for i, e in enumerate(episodes)}
     protocol = {"tool_format": "json" if encoding == "json" else "python", "system_prompt": "none"}
-    config = EvalConfig(agent="oracle", task_ids=tuple(task_ids), seeds=tuple(seeds), protocol=protocol, num_envs=4)
+    config = EvalConfig(
+        agent="oracle", task_ids=tuple(task_ids), seeds=tuple(seeds), protocol=Knobs(**protocol), num_envs=4
+    )
     run_eval(config, path, agent=PerturbedOracle(encoding, kinds, seeds), progress=False)
     return path
 

@@ -87,6 +87,32 @@ def test_changed_configuration_is_refused(tmp_path, capsys):
     assert run("run", "--agent", "oracle", "--limit", "1", "--template", "context", "--out", str(out), "--force") == 0
 
 
+def test_run_json_keeps_its_shape_and_older_files_resume_under_an_equal_protocol(tmp_path):
+    from tooluse_agents.evaluate import EvalConfig
+    from tooluse_gym.envs.knobs import Knobs
+
+    out = tmp_path / "old"
+    args = ("run", "--agent", "oracle", "--task-ids", "multi_turn_base_0", "--out", str(out))
+    assert run(*args) == 0
+    config = json.loads((out / "run.json").read_text())
+    assert config["protocol"] == {  # what tooluse-eval has always written: decoder only when not the env id's
+        "template": "native",
+        "reasoning": "keep",
+        "system_prompt": "bfcl",
+        "tool_format": "python",
+        "tool_results": "tool_messages",
+        "strict_tools": False,
+        "max_steps_per_turn": 20,
+    }
+    assert EvalConfig(agent="oracle", protocol=Knobs(decoder="lenient")).to_dict()["protocol"]["decoder"] == "lenient"
+    assert EvalConfig(agent="oracle", scenarios=("s.yaml",)).protocol.decoder == "lenient"  # the scenario env's
+    for older in ({}, {"template": "native", "decoder": "bfcl"}):  # written by the Python API / an explicit flag
+        (out / "run.json").write_text(json.dumps({**config, "protocol": older}))
+        assert run(*args) == 0
+    (out / "run.json").write_text(json.dumps({**config, "protocol": {"decoder": "lenient"}}))
+    assert run(*args) == 2
+
+
 def test_sweep_with_the_oracle_stays_at_100(tmp_path):
     out = tmp_path / "sweep"
     assert (

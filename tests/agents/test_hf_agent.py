@@ -9,6 +9,7 @@ import pytest
 from tooluse_agents.base import SamplingConfig
 from tooluse_agents.evaluate import EvalConfig, run_eval
 from tooluse_agents.hf_agent import HFAgent, HFAgentConfig
+from tooluse_gym.envs.knobs import Knobs
 
 TASKS = ("multi_turn_base_0", "multi_turn_base_1", "multi_turn_miss_param_2")
 SAMPLING = SamplingConfig(temperature=1.0, max_tokens=24)
@@ -42,7 +43,7 @@ def _config(**overrides):
         seeds=(0,),
         sampling=SAMPLING,
         num_envs=2,
-        protocol={"system_prompt": "none"},
+        protocol=Knobs(system_prompt="none"),
     )
     return EvalConfig(**{**base, **overrides})
 
@@ -62,7 +63,9 @@ def test_real_episodes_and_same_seed_same_episodes(agent, tmp_path):
 
 def test_prompts_over_the_context_are_recorded_errors(tmp_path):
     small = HFAgent(HFAgentConfig(model="smollm2-135m", max_context=256))
-    results = run_eval(_config(protocol={"system_prompt": "bfcl"}), tmp_path / "overflow", agent=small, progress=False)
+    results = run_eval(
+        _config(protocol=Knobs(system_prompt="bfcl")), tmp_path / "overflow", agent=small, progress=False
+    )
     assert results["summary"]["agent_errors"] == {"context_length_exceeded": 3}
     records = _episodes(tmp_path / "overflow" / "episodes.jsonl")
     assert all(r["reward"] == 0.0 and r["error"]["type"] == "context_length_exceeded" for r in records)
@@ -72,7 +75,9 @@ def test_prompts_over_the_context_are_recorded_errors(tmp_path):
 def test_generation_carries_token_ids_and_logprobs(agent):
     from tooluse_agents.base import AgentRequest
 
-    request = AgentRequest(observation={"messages": [{"role": "user", "content": "Say hi."}], "tools": []}, seed=3)
+    request = AgentRequest(
+        observation={"messages": [{"role": "user", "content": "Say hi."}], "tools": []}, seed=3, tool_format="python"
+    )
     (gen,) = agent.generate([request], SamplingConfig(temperature=0.0, max_tokens=8))
     assert gen.text and gen.token_ids and len(gen.token_ids) == len(gen.logprobs) == gen.completion_tokens
     assert all(lp <= 0.0 for lp in gen.logprobs)

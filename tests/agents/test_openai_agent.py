@@ -100,7 +100,9 @@ def agent_for(server, attempts=5):
     )
 
 
-REQUEST = AgentRequest(observation={"messages": [{"role": "user", "content": "hi"}], "tools": []}, seed=7)
+REQUEST = AgentRequest(
+    observation={"messages": [{"role": "user", "content": "hi"}], "tools": []}, seed=7, tool_format="python"
+)
 
 
 def test_recovers_after_429_500_and_a_timeout(server_factory):
@@ -151,7 +153,7 @@ def test_text_replies_to_requests_with_tools(server_factory, text_replies, tools
     server = server_factory([], body=CALL_TEXT_BODY)
     agent = OpenAIAgent(OpenAIAgentConfig(model="m", base_url=server.url, text_replies=text_replies))
     observation = {"messages": [{"role": "user", "content": "hi"}], "tools": [CD_TOOL] if tools else []}
-    (gen,) = agent.generate([AgentRequest(observation=observation, seed=0)], SamplingConfig())
+    (gen,) = agent.generate([AgentRequest(observation=observation, seed=0, tool_format="python")], SamplingConfig())
     assert ("tools" in server.requests[0]) is tools
     assert gen.action == ({"content": CALL_TEXT, "tool_calls": []} if fc else CALL_TEXT)
 

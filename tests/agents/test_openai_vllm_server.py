@@ -18,6 +18,7 @@ from tests.agents.test_hf_agent import TASKS, _episodes
 from tooluse_agents.base import SamplingConfig
 from tooluse_agents.evaluate import EvalConfig, run_eval
 from tooluse_agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
+from tooluse_gym.envs.knobs import Knobs
 
 pytestmark = pytest.mark.slow  # a server start (~30-90 s on 2 cores) and ~6k-token prefills
 
@@ -87,7 +88,7 @@ def test_seeded_episode_with_a_long_prompt(server, tmp_path):
         task_ids=("multi_turn_base_0",),
         seeds=(0,),
         sampling=SamplingConfig(temperature=0.7, max_tokens=16),
-        protocol={"system_prompt": "strong", "tool_format": "json"},
+        protocol=Knobs(system_prompt="strong", tool_format="json"),
     )
     results = run_eval(config, tmp_path / "run", agent=agent, progress=False)
     assert results["summary"]["agent_errors"] == {}
@@ -106,7 +107,7 @@ def test_real_server_episodes(server, tmp_path):
         seeds=(0,),
         sampling=SamplingConfig(temperature=1.0, max_tokens=16),
         num_envs=3,
-        protocol={"system_prompt": "none"},
+        protocol=Knobs(system_prompt="none"),
     )
     results = run_eval(config, tmp_path / "run", agent=agent, progress=False)
     records = _episodes(tmp_path / "run" / "episodes.jsonl")
@@ -129,7 +130,7 @@ def test_async_and_lockstep_give_the_same_episodes_from_a_real_server(server, tm
         seeds=(0, 1),
         sampling=SamplingConfig(temperature=1.0, max_tokens=16),
         num_envs=2,
-        protocol={"system_prompt": "none"},
+        protocol=Knobs(system_prompt="none"),
     )
     for schedule in ("lockstep", "async"):
         results = run_eval(EvalConfig(**base, schedule=schedule), tmp_path / schedule, agent=agent, progress=False)

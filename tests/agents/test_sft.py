@@ -14,6 +14,7 @@ transformers = pytest.importorskip("transformers")
 from tooluse_agents.base import chat_prompt  # noqa: E402
 from tooluse_agents.grpo.config import PolicyConfig  # noqa: E402
 from tooluse_agents.grpo.policy import Policy  # noqa: E402
+from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL  # noqa: E402
 from tooluse_agents.sft import SFTConfig, batch_nll, build_examples, main, task_order  # noqa: E402
 from tooluse_gym.models import resolve_model  # noqa: E402
 
@@ -30,7 +31,7 @@ def tiny():
 
 def test_examples_are_the_oracle_steps_rendered_as_the_agents_render_them(tiny):
     _, tokenizer = tiny
-    config = SFTConfig(scenarios=WARMUP, limit=10, system_prompt="strong", tool_format="json")
+    config = SFTConfig(scenarios=WARMUP, limit=10, protocol=TRAIN_PROTOCOL.with_defaults(system_prompt="strong"))
     examples = build_examples(config, tokenizer)
     # One example per assistant step: each turn is its calls, then a closing message.
     env = gym.make("ToolUse-Scenario-v0", path=WARMUP, system_prompt="strong", tool_format="json")

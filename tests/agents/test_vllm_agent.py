@@ -39,8 +39,14 @@ def test_real_episodes_and_same_seed_same_episodes(agent, tmp_path):
 
 
 def test_logprobs_token_ids_and_context_limit(agent):
-    long = AgentRequest(observation={"messages": [{"role": "user", "content": "word " * 5000}], "tools": []}, seed=1)
-    short = AgentRequest(observation={"messages": [{"role": "user", "content": "Say hi."}], "tools": []}, seed=1)
+    long = AgentRequest(
+        observation={"messages": [{"role": "user", "content": "word " * 5000}], "tools": []},
+        seed=1,
+        tool_format="python",
+    )
+    short = AgentRequest(
+        observation={"messages": [{"role": "user", "content": "Say hi."}], "tools": []}, seed=1, tool_format="python"
+    )
     overflow, gen = agent.generate([long, short], SamplingConfig(temperature=0.0, max_tokens=8))
     assert overflow.error is not None and overflow.error.type == "context_length_exceeded"
     assert gen.error is None and gen.text and len(gen.token_ids) == len(gen.logprobs) == gen.completion_tokens

@@ -9,29 +9,34 @@ import gymnasium as gym
 import pytest
 
 from tests.scripted import END_OF_TURN
-from tooluse_agents.cli import _common
+from tooluse_agents.cli import _common, _config
 from tooluse_agents.evaluate import PROTOCOL_KNOBS
-from tooluse_agents.grpo.tasks import ProtocolConfig, bfcl_pool, env_factory
+from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL, bfcl_pool, env_factory
+from tooluse_agents.knob_flags import SWEPT, given_knobs
 from tooluse_gym.envs.builder import TASKS_ENV_ID, TaskPool
-from tooluse_gym.envs.knobs import CHOICES, Knobs
+from tooluse_gym.envs.knobs import CHOICES, Knobs, optional_knobs_model
 from tooluse_gym.envs.multi_turn import bfcl_pool as multi_turn_pool
 from tooluse_gym.tasks import bfcl, evenly_spaced
 
 MISS_FUNC_47 = "multi_turn_miss_func_47"
 
 
-def test_the_cli_and_the_harness_offer_exactly_the_knobs_values_and_defaults():
+def test_the_cli_offers_every_knob_with_its_values_and_resolves_unset_ones_to_the_env_ids_defaults():
     parser = argparse.ArgumentParser()
     _common(parser, sweep=False)
     args = parser.parse_args(["--agent", "oracle", "--out", "x"])
-    defaults = Knobs()
+    flags = {a.dest: a for a in parser._actions}
+    assert set(Knobs.names()) <= set(flags)  # one flag per knob, --validate-args included
     for knob, choices in CHOICES.items():
-        action = next(a for a in parser._actions if a.dest == knob)
-        assert tuple(action.choices) == choices, knob
-        if knob != "decoder":  # the decoder's default is the env id's (bfcl or lenient)
-            assert getattr(args, knob) == getattr(defaults, knob), knob
-    assert args.system_prompt == defaults.system_prompt
-    assert args.max_steps_per_turn == defaults.max_steps_per_turn == 20
+        assert tuple(flags[knob].choices) == choices, knob
+    assert given_knobs(args) == {}  # unset: the env id's defaults
+    assert _config(args).protocol == Knobs()
+    scenario = parser.parse_args(["--agent", "oracle", "--out", "x", "--scenarios", "s.yaml", "--no-validate-args"])
+    assert _config(scenario).protocol == Knobs(decoder="lenient", validate_args=False)
+    sweep = argparse.ArgumentParser()
+    _common(sweep, sweep=True)
+    swept = {a.dest: a.nargs for a in sweep._actions if a.dest in Knobs.names()}
+    assert {k for k, nargs in swept.items() if nargs == "+"} == set(SWEPT)
     assert set(PROTOCOL_KNOBS) == {f.name for f in dataclasses.fields(Knobs)}
 
 
@@ -72,7 +77,7 @@ def test_each_env_id_differs_only_by_its_defaults(tmp_path):
 
 def test_training_envs_have_a_spec_that_rebuilds_them():
     pool = bfcl_pool(bfcl.load_bfcl_tasks("base", ["multi_turn_base_0", "multi_turn_base_1"]), label="bfcl:base")
-    protocol = ProtocolConfig(max_steps_per_turn=3)
+    protocol = TRAIN_PROTOCOL.with_defaults(max_steps_per_turn=3)
     env = env_factory(pool, protocol)()
     _, info = env.reset(seed=1)
     assert env.spec.id == TASKS_ENV_ID and info["protocol"]["env_id"] == TASKS_ENV_ID
@@ -103,7 +108,7 @@ def test_the_system_prompt_wrapper_owns_the_held_out_notice(system_prompt):
         expected = plain
     assert obs["messages"][-1]["content"] == expected
     assert env.unwrapped.messages[-1]["content"] == expected  # the env's own transcript says what was sent
-    # the base env, unwrapped, sends the function-calling notice: only the prompt wrapper changes it
+    # the builder picks the notice from the system prompt (no wrapper rewrites the base env)
     assert env.unwrapped.config.holdout_notice == (bfcl.holdout_notice_template(prompting=True) if carries else plain)
     env.close()
 
@@ -112,3 +117,16 @@ def test_evenly_spaced():
     assert evenly_spaced(list(range(10)), 3) == [0, 3, 6]
     assert evenly_spaced(list(range(4)), None) == evenly_spaced(list(range(4)), 9) == [0, 1, 2, 3]
     assert evenly_spaced(list(range(5)), 0) == []
+
+
+def test_the_optional_knobs_model_has_one_unset_field_per_knob():
+    pydantic = pytest.importorskip("pydantic")
+    model = optional_knobs_model(pydantic.BaseModel, "Fields", exclude=("tokenizer", "chat_template"))
+    names = [n for n in Knobs.names() if n not in ("tokenizer", "chat_template")]
+    assert list(model.model_fields) == names  # the verifiers adapter's --env.taskset.knobs.* names
+    assert all(f.default is None and f.description for f in model.model_fields.values())
+    assert model().model_dump(exclude_none=True) == {}
+    given = model(tool_format="json", strict_tools=True, max_steps_per_turn=3).model_dump(exclude_none=True)
+    assert given == {"tool_format": "json", "strict_tools": True, "max_steps_per_turn": 3}
+    with pytest.raises(pydantic.ValidationError):
+        model(max_steps_per_turn="many")

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tooluse_agents.grpo.tasks import ProtocolConfig, bfcl_pool
+from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL, bfcl_pool
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.task import Task
 from tooluse_gym.types import ToolCall
 
-PROTOCOL = ProtocolConfig(system_prompt="none", tool_format="python", max_steps_per_turn=1)
+PROTOCOL = TRAIN_PROTOCOL.with_defaults(system_prompt="none", tool_format="python", max_steps_per_turn=1)
 ANSWERS = {
     "add_2_3": ("Add 2 and 3.", "add", {"a": 2, "b": 3}),
     "mul_4_5": ("Multiply 4 by 5.", "multiply", {"a": 4, "b": 5}),

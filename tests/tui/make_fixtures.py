@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 from tooluse_agents.base import AgentError, AgentRequest, Generation, SamplingConfig, request_seed  # noqa: E402
 from tooluse_agents.evaluate import EvalConfig, run_eval, select_tasks  # noqa: E402
 from tooluse_agents.oracle import OracleAgent  # noqa: E402
+from tooluse_gym.envs.knobs import Knobs  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 CATEGORIES = ("base", "miss_func", "miss_param", "long_context")
@@ -123,7 +124,9 @@ def write_run(name: str, behaviours: Sequence[str], protocol: dict[str, Any], th
     out = DATA / name
     if out.exists():
         shutil.rmtree(out)
-    config = EvalConfig(agent="oracle", categories=CATEGORIES, limit=2, seeds=(0, 1), protocol=protocol, num_envs=4)
+    config = EvalConfig(
+        agent="oracle", categories=CATEGORIES, limit=2, seeds=(0, 1), protocol=Knobs(**protocol), num_envs=4
+    )
     episodes = [(t, s) for s in config.seeds for t in select_tasks(CATEGORIES, 2)]
     plan = {key: behaviours[i % len(behaviours)] for i, key in enumerate(episodes)}
     run_eval(config, out, agent=ScriptedAgent(plan, think), progress=False)

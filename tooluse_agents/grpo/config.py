@@ -24,7 +24,8 @@ import yaml
 
 from tooluse_agents.grpo.filtering import FilterConfig
 from tooluse_agents.grpo.screen import ScreenConfig
-from tooluse_agents.grpo.tasks import MODES, ProtocolConfig, TaskSource
+from tooluse_agents.grpo.tasks import MODES, TRAIN_PROTOCOL, TaskSource
+from tooluse_gym.envs.knobs import Knobs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -246,6 +247,7 @@ class TrainConfig:
         save_every: Checkpoint every this many steps (and always at the end).
         keep_checkpoints: Checkpoints kept on disk (older ones are deleted).
         export_final: Save the final model with `save_pretrained` under run_dir/final_model.
+        protocol: The env's knobs: `TRAIN_PROTOCOL`, with the ones a config's ``protocol:`` block sets.
     """
 
     seed: int = 0
@@ -258,7 +260,7 @@ class TrainConfig:
     export_final: bool = True
     tasks: TaskSource = field(default_factory=TaskSource)
     heldout: TaskSource | None = None
-    protocol: ProtocolConfig = field(default_factory=ProtocolConfig)
+    protocol: Knobs = TRAIN_PROTOCOL
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
@@ -291,7 +293,24 @@ def from_dict(cls: type, data: Mapping[str, Any] | None) -> Any:
     unknown = sorted(set(data) - names)
     if unknown:
         raise ValueError(f"unknown {cls.__name__} keys: {unknown}; known: {sorted(names)}")
-    return cls(**{k: _convert(hints[k], v) for k, v in data.items()})
+    defaults = {f.name: f.default for f in dataclasses.fields(cls) if dataclasses.is_dataclass(f.default)}
+    return cls(
+        **{
+            k: _changed(defaults[k], v) if k in defaults and isinstance(v, Mapping) else _convert(hints[k], v)
+            for k, v in data.items()
+        }
+    )
+
+
+def _changed(default: Any, data: Mapping[str, Any]) -> Any:
+    """A field's default instance (e.g. `TRAIN_PROTOCOL`) with the values `data` gives; unknown keys are an error."""
+    cls = type(default)
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} keys: {unknown}; known: {sorted(names)}")
+    return dataclasses.replace(default, **{k: _convert(hints[k], v) for k, v in data.items()})
 
 
 def _convert(hint: Any, value: Any) -> Any:

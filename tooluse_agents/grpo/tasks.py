@@ -9,21 +9,33 @@ with no ground-truth calls are not checked, so they make no next-turn prompt.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import gymnasium as gym
 
 import tooluse_gym  # noqa: F401  (registers the env ids)
 from tooluse_gym.envs.builder import TASKS_ENV_ID, TaskPool
 from tooluse_gym.envs.knobs import Knobs
-from tooluse_gym.tasks import bfcl, evenly_spaced
+from tooluse_gym.envs.sources import SOURCE_KINDS, TURN_SEPARATOR, next_turn_prompts, next_turn_task, source_pool
+from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.task import Task
 
 MODES = ("next_turn", "episode")
-TURN_SEPARATOR = "@turn"
+__all__ = [
+    "MODES",
+    "TRAIN_PROTOCOL",
+    "TURN_SEPARATOR",
+    "TaskPool",
+    "TaskSource",
+    "bfcl_pool",
+    "env_factory",
+    "load_pool",
+    "next_turn_task",
+    "prompts_for",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,45 +61,36 @@ class TaskSource:
     keep_list: str | None = None
 
     def __post_init__(self) -> None:
-        if self.source not in ("bfcl", "scenario"):
+        if self.source not in SOURCE_KINDS:
             raise ValueError(f"source must be 'bfcl' or 'scenario', got {self.source!r}")
         if self.source == "scenario" and not self.path:
             raise ValueError("a scenario source needs a path")
 
+    def spec(self, mode: str = "episode") -> dict[str, Any]:
+        """This source as ``ToolUse-Tasks-v0``'s JSON ``source`` (`tooluse_gym.envs.sources`), without `keep_list`.
 
-@dataclass(frozen=True, kw_only=True)
-class ProtocolConfig(Knobs):
-    """What the model sees and how its messages are parsed: the env's knobs (`Knobs`), with training defaults.
+        Args:
+            mode: ``episode`` (whole tasks) or ``next_turn`` (one prompt per checked turn; `prompts_for`).
+        """
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        spec: dict[str, Any] = {"kind": self.source, "category": self.category, "path": self.path}
+        spec.update(task_ids=list(self.task_ids) if self.task_ids is not None else None, limit=self.limit)
+        return {k: v for k, v in spec.items() if v is not None} | {"next_turn": mode == "next_turn"}
 
-    The defaults are the paper's training protocol: the stronger system prompt with JSON calls in
-    ``<tool_call>`` tags, the native template, reasoning history kept, and the ``lenient`` decoder
-    (each malformed call answered with its own error: a denser signal for a small model).
-    """
 
-    system_prompt: str = "strong"
-    tool_format: str = "json"
-    decoder: str = "lenient"
+TRAIN_PROTOCOL = Knobs(system_prompt="strong", tool_format="json", decoder="lenient")
+"""The training protocol's knobs (`TrainConfig.protocol`'s and SFT's defaults): the paper's.
+
+The stronger system prompt with JSON calls in ``<tool_call>`` tags, the native template,
+reasoning history kept, and the ``lenient`` decoder (each malformed call answered with its own
+error: a denser signal for a small model). A config's ``protocol:`` block changes these.
+"""
 
 
 def load_pool(source: TaskSource) -> TaskPool:
-    """Load a task source."""
-    if source.source == "bfcl":
-        category = source.category or "base"
-        tasks = bfcl.load_bfcl_tasks(category, list(source.task_ids) if source.task_ids else None)
-        pool = bfcl_pool(tasks, label=f"bfcl:{category}")
-    else:
-        from tooluse_gym.envs.scenario import scenario_pool
-        from tooluse_gym.tasks.scenario import load_scenario_set
-
-        assert source.path is not None  # TaskSource requires a path for a scenario source
-        loaded = load_scenario_set(source.path)
-        categories = source.category.split(",") if source.category else None
-        pool = scenario_pool(loaded, source.task_ids, categories)
-        pool = dataclasses.replace(pool, label=f"scenario:{loaded.sha256}")
-    pool = dataclasses.replace(pool, tasks=tuple(evenly_spaced(pool.tasks, source.limit)))
-    if not pool.tasks:
-        raise ValueError(f"the task source {source} selects no tasks")
-    return pool
+    """Load a task source (its `keep_list` is applied to the prompts: `tooluse_agents.grpo.prefilter`)."""
+    return source_pool(source.spec())
 
 
 def bfcl_pool(tasks: Sequence[Task], label: str = "bfcl") -> TaskPool:
@@ -95,30 +98,13 @@ def bfcl_pool(tasks: Sequence[Task], label: str = "bfcl") -> TaskPool:
     return TaskPool(tuple(tasks), bfcl.backend_classes(), bfcl.stateless_backends(), bfcl.HOOKS, label)
 
 
-def next_turn_task(task: Task, turn: int) -> Task:
-    """The task cut after `turn`; its last turn is the one the model plays."""
-    if not 0 <= turn < task.num_turns:
-        raise ValueError(f"task {task.task_id} has no turn {turn}")
-    return dataclasses.replace(
-        task,
-        task_id=f"{task.task_id}{TURN_SEPARATOR}{turn}",
-        turns=task.turns[: turn + 1],
-        ground_truth=task.ground_truth[: turn + 1],
-        held_out={t: docs for t, docs in task.held_out.items() if t <= turn},
-    )
-
-
 def prompts_for(pool: TaskPool, mode: str) -> TaskPool:
     """The pool's prompts in a training mode: whole tasks, or one next-turn task per checked turn."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    if mode == "episode":
-        return pool
-    tasks = tuple(next_turn_task(t, i) for t in pool.tasks for i in range(t.num_turns) if t.ground_truth[i])
-    return dataclasses.replace(pool, tasks=tasks)
+    return pool if mode == "episode" else next_turn_prompts(pool)
 
 
 def env_factory(pool: TaskPool, protocol: Knobs) -> Callable[[], gym.Env]:
     """A function that builds one env over the pool's tasks (`ToolUse-Tasks-v0`), wrapped for the protocol."""
-    knobs = {f.name: getattr(protocol, f.name) for f in dataclasses.fields(Knobs)}
-    return functools.partial(gym.make, TASKS_ENV_ID, pool=pool, **knobs)
+    return functools.partial(gym.make, TASKS_ENV_ID, pool=pool, **protocol.to_dict())

@@ -39,7 +39,7 @@ import gymnasium as gym
 from pydantic import Field, model_validator
 
 from tooluse_agents.integrations.chat_episode import CHAT_ENV_IDS, ChatEpisode, ChatView, make_chat_env, task_ids_of
-from tooluse_gym.envs.knobs import Knobs
+from tooluse_gym.envs.knobs import Knobs, optional_knobs_model
 from tooluse_gym.errors import DependencyNotInstalled
 
 try:
@@ -75,31 +75,16 @@ __all__ = [
 # --- configuration (``--env.taskset.*``) ---------------------------------------------------
 
 
-class KnobsConfig(vf.BaseConfig):
-    """The protocol knobs of `tooluse_gym.envs.knobs.Knobs`, under ``--env.taskset.knobs.*``.
+_KnobFields = optional_knobs_model(vf.BaseConfig, "_KnobFields", exclude=("tokenizer", "chat_template"))
 
-    None keeps the env id's default. ``tokenizer`` and ``chat_template`` are not here: the
-    model's server applies its own chat template.
+
+class KnobsConfig(_KnobFields):  # type: ignore[misc,valid-type]
+    """The protocol knobs of `tooluse_gym.envs.knobs.Knobs`, under ``--env.taskset.knobs.*``: one field per knob.
+
+    The fields are generated from `Knobs` (`optional_knobs_model`), each None by default: None
+    keeps the env id's default. ``tokenizer`` and ``chat_template`` are not here: the model's
+    server applies its own chat template.
     """
-
-    template: str | None = None
-    """``native`` | ``context``."""
-    reasoning: str | None = None
-    """Earlier ``<think>`` content: ``keep`` | ``strip`` | ``last``."""
-    system_prompt: str | None = None
-    """``bfcl`` | ``strong`` | ``none`` | literal prompt text (a ``{functions}`` placeholder receives the functions)."""
-    tool_format: str | None = None
-    """``python`` | ``json``."""
-    tool_results: str | None = None
-    """``tool_messages`` | ``user_message``."""
-    decoder: str | None = None
-    """``bfcl`` | ``lenient``."""
-    strict_tools: bool | None = None
-    """Refuse held-out functions before their turn, and excluded functions."""
-    validate_args: bool | None = None
-    """Validate arguments against the function schema (None: the decoder's default)."""
-    max_steps_per_turn: int | None = None
-    """Executing steps allowed per turn (BFCL: 20)."""
 
     @model_validator(mode="after")
     def _check_knobs(self) -> KnobsConfig:

@@ -1,8 +1,8 @@
 """The one env builder: a task pool and its knobs in, the base env wrapped for the protocol out.
 
 Every env id is built here (`ToolUse-MultiTurn-v0`, `ToolUse-Scenario-v0`, and
-`ToolUse-Tasks-v0`, any `TaskPool`: what GRPO trains on), so an env id differs from another only
-by its tasks and its knob defaults.
+`ToolUse-Tasks-v0`: a JSON task source (`tooluse_gym.envs.sources`) or any `TaskPool`, what GRPO
+trains on), so an env id differs from another only by its tasks and its knob defaults.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium as gym
 
 from tooluse_gym import __version__
-from tooluse_gym.envs.knobs import Knobs
+from tooluse_gym.envs.knobs import ENV_DEFAULTS, Knobs
 from tooluse_gym.envs.tool_env import EnvConfig, ToolUseEnv
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl
@@ -23,7 +23,7 @@ from tooluse_gym.tools.runtime import BackendHooks
 from tooluse_gym.wrappers import ContextTemplate, ReasoningHistory, RenderedPrompt, SystemPrompt, ToolResultPlacement
 
 TASKS_ENV_ID = "ToolUse-Tasks-v0"
-TASKS_DEFAULTS = Knobs(decoder="lenient")
+TASKS_DEFAULTS = ENV_DEFAULTS[TASKS_ENV_ID]
 """`ToolUse-Tasks-v0`'s defaults: tasks of your own have no official score to match (see the scenario env)."""
 
 
@@ -56,7 +56,7 @@ def wrap(env: gym.Env, knobs: Knobs) -> gym.Env:
     if knobs.tool_results != "tool_messages":
         env = ToolResultPlacement(env, knobs.tool_results)
     if knobs.prompt.name != "none":
-        env = SystemPrompt(env, knobs.system_prompt, knobs.tool_format)
+        env = SystemPrompt(env, knobs.system_prompt, knobs.tool_format, resolved=knobs.prompt)
     if knobs.template == "context":
         env = ContextTemplate(env)
     if knobs.tokenizer is not None:
@@ -74,14 +74,10 @@ def build_env(
     card_extra: Mapping[str, str] | None = None,
 ) -> gym.Env:
     """The base env over `pool`, configured by `knobs`, stamped with its card, wrapped for the protocol."""
-    config = EnvConfig(
-        tool_format=knobs.tool_format,
-        decoder=knobs.decoder,
-        strict_tools=knobs.strict_tools,
-        validate_args=knobs.validates_args,
-        max_steps_per_turn=knobs.max_steps_per_turn,
-        holdout_notice=bfcl.holdout_notice_template(prompting=False),
-    )
+    # a prompt that carries the function list takes BFCL's prompting-mode notice (it shows the new
+    # functions' docs: the ``tools`` field, emptied, cannot announce them), else the function-calling one
+    notice = bfcl.holdout_notice_template(prompting=knobs.prompt.carries_tools)
+    config = EnvConfig(knobs=knobs, holdout_notice=notice)
     card = ProtocolCard(
         env_id=env_id,
         category=pool.label,
@@ -102,13 +98,41 @@ def build_env(
     return wrap(env, knobs)
 
 
-def make_task_env(pool: TaskPool, render_mode: str | None = None, **knobs: Any) -> gym.Env:
-    """Build `ToolUse-Tasks-v0`: any task pool, wrapped for the protocol.
+def make_task_env(
+    pool: TaskPool | None = None,
+    render_mode: str | None = None,
+    *,
+    source: Mapping[str, Any] | None = None,
+    **knobs: Any,
+) -> gym.Env:
+    """Build `ToolUse-Tasks-v0`: the tasks a source names (or any task pool), wrapped for the protocol.
 
-    ``gym.make("ToolUse-Tasks-v0", pool=pool, system_prompt="strong", tool_format="json")``; the
-    knobs are `Knobs`' (``decoder`` defaults to ``lenient`` here). The env's spec holds the pool,
-    so ``gym.make(env.spec)`` rebuilds it.
+    ``gym.make("ToolUse-Tasks-v0", source={"kind": "bfcl", "category": "base", "next_turn": True},
+    system_prompt="strong", tool_format="json")``; the knobs are `Knobs`' (``decoder`` defaults to
+    ``lenient`` here).
+
+    Args:
+        pool: Any `TaskPool` (tasks built in code): the escape hatch for what a source cannot name.
+            The env's spec then holds the pool object, so ``gym.make(env.spec)`` rebuilds it in
+            this process but the spec cannot be written as JSON.
+        render_mode: ``None`` or ``"ansi"``.
+        source: A JSON task source (`tooluse_gym.envs.sources`: ``kind``, ``category``, ``path``,
+            ``task_ids``, ``limit``, ``next_turn``); give this or `pool`.
+        **knobs: Knobs of `tooluse_gym.envs.knobs.Knobs`.
+
+    Returns:
+        The wrapped env.
+
+    Raises:
+        TypeError: Neither or both of `pool` and `source`, or a `pool` that is not a `TaskPool`.
+        ValueError: An empty pool, a bad source, or a bad knob value.
     """
+    if (pool is None) == (source is None):
+        raise TypeError("ToolUse-Tasks-v0 takes one of a task source (source={...}) and a task pool (pool=...)")
+    if source is not None:
+        from tooluse_gym.envs.sources import source_pool
+
+        pool = source_pool(source)
     if not isinstance(pool, TaskPool):
         raise TypeError(f"pool must be a TaskPool, got {type(pool).__name__}")
     if not pool.tasks:

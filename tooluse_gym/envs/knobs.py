@@ -10,9 +10,13 @@ torch, so a training config can hold a `Knobs` without loading either.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import inspect
+import re
+import typing
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from types import MappingProxyType
 from typing import Any
 
 from tooluse_gym.prompts import SYSTEM_PROMPTS, SystemPromptSpec, system_prompt_spec
@@ -32,7 +36,17 @@ CHOICES: Mapping[str, tuple[str, ...]] = {
 }
 """The knobs that take one of a fixed set of values."""
 
-__all__ = ["CHOICES", "DECODERS", "MAX_STEPS_PER_TURN", "Knobs", "check_choice"]
+__all__ = [
+    "CHOICES",
+    "DECODERS",
+    "ENV_DEFAULTS",
+    "MAX_STEPS_PER_TURN",
+    "Knobs",
+    "check_choice",
+    "env_defaults",
+    "knob_docs",
+    "optional_knobs_model",
+]
 
 
 def check_choice(knob: str, value: object, choices: Sequence[str]) -> None:
@@ -53,7 +67,9 @@ class Knobs:
         tool_format: ``python`` (``[f(a=1)]``) | ``json`` (``<tool_call>{...}</tool_call>`` blocks).
         tool_results: ``tool_messages`` | ``user_message`` (BFCL's prompting handlers).
         decoder: ``bfcl`` (messages decoded, executed and ended exactly as bfcl_eval does,
-            without eval) | ``lenient`` (a friendlier parser; see `EnvConfig.decoder`).
+            without eval) | ``lenient`` (a friendlier parser: positional arguments bound, code
+            fences and prose around a call list tolerated, each malformed call answered with
+            its own error).
         strict_tools: Refuse held-out functions before their turn and excluded functions.
         validate_args: Validate arguments against the function schema before calling
             (None: off under ``bfcl``, which runs every call BFCL would; on under ``lenient``).
@@ -97,6 +113,14 @@ class Knobs:
             raise TypeError(f"unknown knobs {unknown}; the knobs are: {', '.join(self.names())}")
         return dataclasses.replace(self, **given)
 
+    def to_dict(self) -> dict[str, Any]:
+        """Every knob, name -> value (JSON-able; what `gym.make` takes as keywords)."""
+        return {name: getattr(self, name) for name in self.names()}
+
+    def changed_from(self, defaults: Knobs) -> dict[str, Any]:
+        """The knobs whose value differs from `defaults`', name -> value, in declaration order."""
+        return {k: v for k, v in self.to_dict().items() if v != getattr(defaults, k)}
+
     @property
     def validates_args(self) -> bool:
         """`validate_args` resolved: off under ``bfcl`` (BFCL runs every call it decodes), else on, unless set."""
@@ -127,3 +151,64 @@ class Knobs:
             "max_steps_per_turn": self.max_steps_per_turn,
             "extra": tuple(sorted(extra.items())),
         }
+
+
+ENV_DEFAULTS: Mapping[str, Knobs] = MappingProxyType(
+    {
+        # BFCL's own protocol: its prompt, Python calls, decoded and executed exactly as bfcl_eval does
+        "ToolUse-MultiTurn-v0": Knobs(),
+        # tasks of your own have no official score to match, and training gets a denser signal when
+        # each malformed call is answered with its own error
+        "ToolUse-Scenario-v0": Knobs(decoder="lenient"),
+        "ToolUse-Tasks-v0": Knobs(decoder="lenient"),
+    }
+)
+"""Each env id's knob defaults: the env ids differ only in their tasks and in these."""
+
+
+def env_defaults(env_id: str) -> Knobs:
+    """The knob defaults of an env id (`ENV_DEFAULTS`); an unknown id is a `ValueError` naming the known ones."""
+    try:
+        return ENV_DEFAULTS[env_id]
+    except KeyError:
+        raise ValueError(f"unknown env id {env_id!r}; known: {', '.join(ENV_DEFAULTS)}") from None
+
+
+def knob_docs() -> dict[str, str]:
+    """Each knob's description from the ``Attributes:`` section of `Knobs`' docstring, as one line of text."""
+    out: dict[str, str] = {}
+    current = None
+    section = inspect.cleandoc(Knobs.__doc__ or "").split("Attributes:", 1)[1]
+    for line in section.splitlines():
+        match = re.match(r"^ {4}(\w+): (.*)$", line)
+        if match:
+            current = match.group(1)
+            out[current] = match.group(2).strip()
+        elif current and line.strip():
+            out[current] += " " + line.strip()
+    return out
+
+
+def optional_knobs_model(base: type[Any], name: str, *, exclude: Collection[str] = ()) -> type[Any]:
+    """A pydantic model class deriving from `base` with one field per knob (but `exclude`), generated from `Knobs`.
+
+    Each field is the knob's type or None, None by default (unset: the env id's default), and
+    carries the knob's description (`knob_docs`). pydantic is imported only here (the verifiers
+    adapter's ``--env.taskset.knobs.*`` config is such a model).
+
+    Args:
+        base: The pydantic model class to derive from.
+        name: The new class's name.
+        exclude: Knobs left out.
+
+    Returns:
+        The model class.
+    """
+    from pydantic import Field, create_model
+
+    hints = typing.get_type_hints(Knobs)
+    docs = knob_docs()
+    fields: dict[str, Any] = {
+        knob: (hints[knob] | None, Field(None, description=docs[knob])) for knob in Knobs.names() if knob not in exclude
+    }
+    return create_model(name, __base__=base, **fields)

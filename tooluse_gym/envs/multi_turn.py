@@ -8,12 +8,12 @@ from typing import Any
 import gymnasium as gym
 
 from tooluse_gym.envs.builder import TaskPool, build_env
-from tooluse_gym.envs.knobs import TOOL_FORMATS, Knobs
+from tooluse_gym.envs.knobs import ENV_DEFAULTS, TOOL_FORMATS
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.known_issues import registry_version
 
 ENV_ID = "ToolUse-MultiTurn-v0"
-DEFAULTS = Knobs()
+DEFAULTS = ENV_DEFAULTS[ENV_ID]
 """BFCL's own protocol: its prompt, Python calls, decoded and executed exactly as bfcl_eval does."""
 __all__ = ["DEFAULTS", "ENV_ID", "TOOL_FORMATS", "bfcl_pool", "make_multi_turn_env"]
 

@@ -9,12 +9,12 @@ from typing import Any
 import gymnasium as gym
 
 from tooluse_gym.envs.builder import TaskPool, build_env
-from tooluse_gym.envs.knobs import Knobs
+from tooluse_gym.envs.knobs import ENV_DEFAULTS
 from tooluse_gym.tasks.scenario import ScenarioSet, load_scenario_set
 from tooluse_gym.tasks.task import Task
 
 ENV_ID = "ToolUse-Scenario-v0"
-DEFAULTS = Knobs(decoder="lenient")
+DEFAULTS = ENV_DEFAULTS[ENV_ID]
 """Scenario tasks have no official score to match, and training gets a denser signal when each
 malformed call is answered with its own error; ``decoder="bfcl"`` decodes exactly as bfcl_eval does."""
 

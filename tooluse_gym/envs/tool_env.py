@@ -6,7 +6,7 @@ import copy
 import json
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -15,8 +15,8 @@ from gymnasium import spaces
 from gymnasium.utils import seeding
 
 from tooluse_gym.checker import CheckResult, EpisodeChecker, LiveTruth, TruthTurn, TruthTurns, play_ground_truth
-from tooluse_gym.envs.knobs import DECODERS, TOOL_FORMATS, check_choice
-from tooluse_gym.protocol import MAX_STEPS_PER_TURN, ProtocolCard
+from tooluse_gym.envs.knobs import Knobs
+from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.spaces import AssistantAction, Conversation, ToolSchemas
 from tooluse_gym.tasks.task import Task
 from tooluse_gym.tools.bfcl_decoding import parse_action_bfcl
@@ -31,41 +31,26 @@ _RENDER_CLIP = 400
 
 @dataclass(frozen=True, kw_only=True)
 class EnvConfig:
-    """Knobs of the base environment (all recorded on the protocol card).
+    """The base environment's configuration: its knobs, and the settings that are the env's own.
 
     Attributes:
-        tool_format: ``python`` (``[f(a=1)]``, BFCL's prompting format) or ``json``
-            (``<tool_call>{...}</tool_call>`` blocks). Structured ``tool_calls`` always work.
-        decoder: ``bfcl`` decodes and executes each message exactly as bfcl_eval does
-            (`tooluse_gym.tools.bfcl_decoding`: keyword arguments only, a message that fails
-            to decode ends the turn, no argument validation), without eval; ``lenient`` is a
-            friendlier parser (positional arguments bound, code fences and prose around a
-            call list tolerated, each malformed call answered with its own error).
-        strict_tools: Refuse calls to functions not offered at this point of the task
-            (held-out functions before their turn, excluded functions). Off by default: BFCL
-            executes every method of the involved classes.
-        validate_args: Validate arguments against the function docs before calling.
-        max_steps_per_turn: BFCL allows 20 executing steps per turn; the next one force-quits.
+        knobs: The knobs (`tooluse_gym.envs.knobs.Knobs`); the base env applies ``tool_format``,
+            ``decoder``, ``strict_tools``, ``validate_args`` and ``max_steps_per_turn``, the
+            wrappers the rest. ``decoder="bfcl"`` decodes and executes each message exactly as
+            bfcl_eval does (`tooluse_gym.tools.bfcl_decoding`: keyword arguments only, a message
+            that fails to decode ends the turn, no argument validation), without eval.
         truth_cache_size: Tasks whose ground-truth replay is kept once they are played a
             second time (about 20 kB each for BFCL), and whose freshly loaded simulators are
             kept as snapshots to start later episodes from (`tooluse_gym.tools.snapshots`).
         holdout_notice: User message sent when held-out functions are added; ``{functions}``
-            in it is replaced by the Python repr of their docs (BFCL's prompting mode).
+            in it is replaced by the Python repr of their docs (BFCL's prompting mode). The
+            builder picks BFCL's notice for the system prompt: the prompting-mode one (showing
+            the new functions' docs) when the prompt carries the function list.
     """
 
-    tool_format: str = "python"
-    decoder: str = "lenient"
-    strict_tools: bool = False
-    validate_args: bool = True
-    max_steps_per_turn: int = MAX_STEPS_PER_TURN
+    knobs: Knobs = field(default_factory=Knobs)
     truth_cache_size: int = 1024
     holdout_notice: str = "More functions are available now."
-
-    def __post_init__(self) -> None:
-        check_choice("tool_format", self.tool_format, TOOL_FORMATS)
-        check_choice("decoder", self.decoder, DECODERS)
-        if self.max_steps_per_turn < 1:
-            raise ValueError(f"max_steps_per_turn must be >= 1, got {self.max_steps_per_turn}")
 
 
 class ToolUseEnv(gym.Env[dict, Any]):
@@ -189,10 +174,10 @@ class ToolUseEnv(gym.Env[dict, Any]):
         if self._done:
             raise gym.error.ResetNeeded("the episode has ended; call reset() before step()")
         task = self.episode_task()
-        if self.config.decoder == "bfcl":
-            parsed = parse_action_bfcl(action, self.config.tool_format)
+        if self.config.knobs.decoder == "bfcl":
+            parsed = parse_action_bfcl(action, self.config.knobs.tool_format)
         else:
-            parsed = parse_action(action, self.config.tool_format)
+            parsed = parse_action(action, self.config.knobs.tool_format)
         self.messages.append(self._assistant_message(action, parsed))
         answered = len(self.messages)
         info: dict[str, Any] = {"task_id": task.task_id, "turn": self.turn}
@@ -205,7 +190,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
         info["step_record"] = record
         if parsed.calls:
             info["step"] = self.steps_in_turn
-            if self.steps_in_turn <= self.config.max_steps_per_turn:
+            if self.steps_in_turn <= self.config.knobs.max_steps_per_turn:
                 return self._answer(info, answered, 0.0, False)
             if self.turn < task.num_turns - 1:
                 self.checker.force_terminate(self.turn)
@@ -289,7 +274,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
             task,
             self._backends,
             self._stateless,
-            validate=self.config.validate_args,
+            validate=self.config.knobs.validates_args,
             hooks=self._hooks,
             snapshots=self._snapshots if self._replay else None,
         )
@@ -328,7 +313,7 @@ class ToolUseEnv(gym.Env[dict, Any]):
             self.messages.append({"role": "user", "content": self.config.holdout_notice.replace("{functions}", docs)})
 
     def _execute(self, parsed: ParsedAction) -> tuple[str, ...]:
-        offered = self._offered if self.config.strict_tools else None
+        offered = self._offered if self.config.knobs.strict_tools else None
         if offered is not None:
             offered = offered - frozenset(self.episode_task().excluded_functions)
         records = self.runtime.execute(parsed.calls, offered)

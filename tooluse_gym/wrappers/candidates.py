@@ -415,7 +415,7 @@ class CandidateActions(gym.Wrapper, gym.utils.RecordConstructorArgs):
             repeat=repeat,
             docs=docs,
             pool=value_pool(state.user_text),
-            tool_format=base.config.tool_format,
+            tool_format=base.config.knobs.tool_format,
             rng=self._rng,
         )
         info["candidates"] = self._set.messages

@@ -125,7 +125,7 @@ def conversation_state(env: Any) -> ConversationState:
         history_text="\n".join(history).lower(),
         turn=turn,
         steps_in_turn=env.steps_in_turn,
-        max_steps_per_turn=env.config.max_steps_per_turn,
+        max_steps_per_turn=env.config.knobs.max_steps_per_turn,
         executed_in_turn=tuple(c for s in in_turn for c in s.calls),
         executed_before=tuple(c for s in before for c in s.calls),
         results_in_turn=results,

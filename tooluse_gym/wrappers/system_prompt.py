@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import gymnasium as gym
 
 from tooluse_gym.envs.tool_env import tool_use_env
-from tooluse_gym.prompts import system_prompt_spec
+from tooluse_gym.prompts import SystemPromptSpec, system_prompt_spec
 
 
 class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
@@ -22,23 +21,27 @@ class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     - any other text: used literally; a ``{functions}`` placeholder in it receives the function
       list (and ``tools`` is emptied), otherwise ``tools`` is kept.
 
+    `prompt` and `tool_format` are the knobs' values; `resolved` is the prompt they resolve to when
+    the caller has it already (`tooluse_gym.envs.knobs.Knobs.prompt`, as the env builder passes it).
+
     When the prompt carries the function list, the ``tools`` field cannot announce the functions
-    a held-out turn adds, so this wrapper also sets the env's held-out notice to BFCL's
-    prompting-mode one, which shows the new functions' docs (the base env's own default is the
-    function-calling notice). Nothing below this wrapper needs to know which prompt is used.
+    a held-out turn adds: the env builder (`tooluse_gym.envs.builder.build_env`) then gives the
+    base env BFCL's prompting-mode held-out notice, which shows the new functions' docs. This
+    wrapper only adds the message.
     """
 
-    def __init__(self, env: gym.Env, prompt: str = "bfcl", tool_format: str = "python"):
+    def __init__(
+        self,
+        env: gym.Env,
+        prompt: str,
+        tool_format: str,
+        *,
+        resolved: SystemPromptSpec | None = None,
+    ):
         gym.utils.RecordConstructorArgs.__init__(self, prompt=prompt, tool_format=tool_format)
         gym.ObservationWrapper.__init__(self, env)
-        self.prompt = system_prompt_spec(prompt, tool_format)
+        self.prompt = resolved if resolved is not None else system_prompt_spec(prompt, tool_format)
         self._rendered: tuple[str, str | None] | None = None
-        if self.prompt.carries_tools:
-            from tooluse_gym.tasks import bfcl
-
-            base = tool_use_env(env)
-            notice = bfcl.holdout_notice_template(prompting=True)
-            base.config = dataclasses.replace(base.config, holdout_notice=notice)
 
     def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
         """The observation with the system message first (rendered once per task), unchanged under ``none``.
