@@ -23,13 +23,13 @@ from tooluse_agents.dtypes import DTYPES
 from tooluse_agents.evaluate import (
     AGENTS,
     EvalConfig,
-    RunConflict,
     compare_runs,
     results_table,
     run_eval,
 )
 from tooluse_agents.results import failure_banner, run_failed
 from tooluse_agents.rollout import SCHEDULES
+from tooluse_agents.rundir import RunConflict
 from tooluse_agents.sweep import run_sweep, run_vary
 from tooluse_gym.envs.knobs import CHOICES, Knobs
 from tooluse_gym.tasks.bfcl import CATEGORIES
