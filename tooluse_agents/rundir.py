@@ -73,9 +73,9 @@ class RunDir:
         if theirs is None:
             return False
         changed = sorted(k for k in set(config) | set(theirs) if config.get(k) != theirs.get(k))
-        if set(changed) - self.resumable:
+        if conflicting := [k for k in changed if k not in self.resumable]:
             raise RunConflict(
-                f"{self.path} holds a run with another configuration (differs in {', '.join(changed)}){self._hint}"
+                f"{self.path} holds a run with another configuration (differs in {', '.join(conflicting)}){self._hint}"
             )
         return True
 
