@@ -36,16 +36,17 @@ def _rollouts(dtype: str, episodes: int, num_envs: int, max_tokens: int) -> dict
     import gymnasium as gym
 
     import tooluse_gym  # noqa: F401
+    from tooluse_agents.backends import BackendSpec, make_agent
     from tooluse_agents.base import SamplingConfig
     from tooluse_agents.evaluate import select_tasks
     from tooluse_agents.rollout import RolloutJob, run_rollouts
-    from tooluse_agents.vllm_agent import VLLMAgent, VLLMAgentConfig
 
     curriculum = str(ROOT / "scenarios" / "curriculum" / "train.yaml")
     tasks = select_tasks(None, episodes // 5 + 1, [curriculum])[:episodes]
     jobs = [RolloutJob(t, 0) for t in tasks]
     sampling = SamplingConfig(temperature=1.0, max_tokens=max_tokens)
-    agent = VLLMAgent(VLLMAgentConfig(model="smollm2-135m", dtype=dtype, max_model_len=4096, in_process=True))
+    options = {"max_model_len": 4096, "in_process": True}
+    agent = make_agent(BackendSpec(backend="vllm", model="smollm2-135m", dtype=dtype, options=options))
 
     def make_env():
         return gym.make(

@@ -40,6 +40,7 @@ from pathlib import Path
 import gymnasium as gym
 
 import tooluse_gym  # noqa: F401
+from tooluse_agents.backends import BackendSpec, make_agent
 from tooluse_agents.base import SamplingConfig
 from tooluse_agents.dtypes import machine
 from tooluse_agents.evaluate import select_tasks
@@ -243,20 +244,18 @@ def main() -> None:
         }
     )
     if "vllm" in args.parts:
-        from tooluse_agents.vllm_agent import VLLMAgent, VLLMAgentConfig
-
         print("in-process vLLM", flush=True)
-        agent = VLLMAgent(VLLMAgentConfig(model="smollm2-135m", dtype=args.dtype, max_model_len=4096, in_process=True))
+        options = {"max_model_len": 4096, "in_process": True}
+        agent = make_agent(BackendSpec(backend="vllm", model="smollm2-135m", dtype=args.dtype, options=options))
         report["vllm_in_process"] = _study(agent, tasks, args)
         agent.close()
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     if "openai" in args.parts:
-        from tooluse_agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
-
         print("OpenAI agent against tooluse-serve", flush=True)
         url, stop = _serve(args.dtype, args.num_envs)
         try:
-            agent = OpenAIAgent(OpenAIAgentConfig(model="smollm2", base_url=url + "/v1", timeout_s=600))
+            spec = BackendSpec(backend="openai", model="smollm2", base_url=url + "/v1", options={"timeout_s": 600})
+            agent = make_agent(spec)
             report["openai_server"] = _study(agent, tasks, args, poller_url=url)
             agent.close()
         finally:

@@ -18,6 +18,7 @@ from pathlib import Path
 import gymnasium as gym
 
 import tooluse_gym  # noqa: F401
+from tooluse_agents.backends import BackendSpec, make_agent
 from tooluse_agents.base import SamplingConfig
 from tooluse_agents.evaluate import select_tasks
 from tooluse_agents.rollout import RolloutJob, run_rollouts
@@ -26,13 +27,8 @@ CURRICULUM = str(Path(__file__).resolve().parents[1] / "scenarios" / "curriculum
 
 
 def _agent(kind: str, dtype: str):
-    if kind == "vllm":
-        from tooluse_agents.vllm_agent import VLLMAgent, VLLMAgentConfig
-
-        return VLLMAgent(VLLMAgentConfig(model="smollm2-135m", dtype=dtype, max_model_len=4096))
-    from tooluse_agents.hf_agent import HFAgent, HFAgentConfig
-
-    return HFAgent(HFAgentConfig(model="smollm2-135m", dtype=dtype))
+    options = {"max_model_len": 4096} if kind == "vllm" else {}
+    return make_agent(BackendSpec(backend=kind, model="smollm2-135m", dtype=dtype, options=options))
 
 
 def main() -> None:

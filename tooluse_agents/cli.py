@@ -25,7 +25,6 @@ from tooluse_agents.evaluate import (
     ENV_ID,
     SCENARIO_ENV_ID,
     EvalConfig,
-    RunConflict,
     compare_runs,
     results_table,
     run_eval,
@@ -33,6 +32,7 @@ from tooluse_agents.evaluate import (
 from tooluse_agents.knob_flags import SWEPT, add_knob_flags, given_knobs, varies_by_env_id
 from tooluse_agents.results import failure_banner, run_failed
 from tooluse_agents.rollout import SCHEDULES
+from tooluse_agents.rundir import RunConflict
 from tooluse_agents.sweep import run_sweep, run_vary
 from tooluse_gym.envs.knobs import env_defaults
 from tooluse_gym.tasks.bfcl import CATEGORIES

@@ -16,6 +16,8 @@ from typing import Any
 import gymnasium as gym
 
 import tooluse_gym  # noqa: F401  (registers the env ids)
+from tooluse_agents import backends
+from tooluse_agents.backends import BACKENDS, BackendSpec
 from tooluse_agents.base import Agent, Generation, SamplingConfig
 from tooluse_agents.episode import EpisodeWriter
 from tooluse_agents.records import EpisodeRecord, read_episodes
@@ -30,6 +32,7 @@ from tooluse_agents.results import (
     summarize,
 )
 from tooluse_agents.rollout import Episode, RolloutJob, resolve_schedule, run_rollouts
+from tooluse_agents.rundir import RunConflict, RunDir
 from tooluse_gym.envs.knobs import Knobs, env_defaults
 from tooluse_gym.envs.tool_env import protocol_card
 from tooluse_gym.protocol import ProtocolCard
@@ -38,7 +41,7 @@ from tooluse_gym.tasks.known_issues import KnownIssues, load_known_issues
 
 ENV_ID = "ToolUse-MultiTurn-v0"
 SCENARIO_ENV_ID = "ToolUse-Scenario-v0"
-AGENTS = ("oracle", "hf", "vllm", "openai")
+AGENTS = BACKENDS
 PROTOCOL_KNOBS = Knobs.names()
 ENV_DEFAULT = Knobs()
 """`EvalConfig.protocol`'s default, a marker: the knobs become the env id's defaults (`env_defaults`)."""
@@ -56,10 +59,6 @@ they differ from the env id's defaults."""
 
 
 _RESUMABLE_ACROSS = {"schedule"}  # settings that cannot change a verdict: a run may resume under another value
-
-
-class RunConflict(RuntimeError):
-    """The output folder holds a run with another configuration."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,6 +137,17 @@ class EvalConfig:
             del data["text_replies"]
         return json.loads(json.dumps(data))
 
+    def backend(self) -> BackendSpec:
+        """The agent backend the run evaluates (`tooluse_agents.backends`)."""
+        return BackendSpec(
+            backend=self.agent,
+            model=self.model,
+            dtype=self.dtype,
+            tensor_parallel_size=self.tensor_parallel_size,
+            base_url=self.base_url,
+            text_replies=self.text_replies,
+        )
+
     @property
     def env_id(self) -> str:
         """The env id the run plays: the scenario env with `scenarios`, else the BFCL env."""
@@ -183,27 +193,8 @@ def select_tasks(
 
 
 def make_agent(config: EvalConfig) -> Agent:
-    """Build the agent a config names (heavy backends are imported only here)."""
-    if config.agent == "oracle":
-        from tooluse_agents.oracle import OracleAgent
-
-        return OracleAgent()
-    assert config.model is not None  # EvalConfig requires a model for every other agent
-    if config.agent == "hf":
-        from tooluse_agents.hf_agent import HFAgent, HFAgentConfig
-
-        return HFAgent(HFAgentConfig(model=config.model, dtype=config.dtype))
-    if config.agent == "vllm":
-        from tooluse_agents.vllm_agent import VLLMAgent, VLLMAgentConfig
-
-        return VLLMAgent(
-            VLLMAgentConfig(model=config.model, dtype=config.dtype, tensor_parallel_size=config.tensor_parallel_size)
-        )
-    from tooluse_agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
-
-    return OpenAIAgent(
-        OpenAIAgentConfig(model=config.model, base_url=config.base_url, text_replies=config.text_replies)
-    )
+    """Build the agent a config names (`tooluse_agents.backends.make_agent`; heavy backends are imported only there)."""
+    return backends.make_agent(config.backend())
 
 
 class _Progress:
@@ -242,21 +233,11 @@ def run_eval(
 ) -> dict[str, Any]:
     """Run (or resume) an evaluation into `out`; returns the results written to ``results.json``."""
     out = Path(out)
+    run = RunDir(out, "run.json", read=_resumable, hint="use another --out, or --force to start over")
     if force and out.exists():
         shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    config_path = out / "run.json"
-    if config_path.exists():
-        previous = _resumable(json.loads(config_path.read_text()))
-        current = _resumable(config.to_dict())
-        if previous != current:
-            changed = sorted(k for k in current if previous.get(k) != current[k])
-            raise RunConflict(
-                f"{out} holds a run with another configuration (differs in {', '.join(changed)}); "
-                "use another --out, or --force to start over"
-            )
-    else:
-        config_path.write_text(json.dumps(config.to_dict(), indent=2))
+    if not run.check(_resumable(config.to_dict())):
+        run.write(config.to_dict())
     task_ids = list(config.task_ids or select_tasks(config.categories, config.limit, config.scenarios))
     wanted = {(t, s) for s in config.seeds for t in task_ids}
     episodes_path = out / "episodes.jsonl"

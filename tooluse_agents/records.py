@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tooluse_agents.grpo.metrics import EVAL_KEY, METRIC_KEYS  # the keys' one declaration (standard library only)
 from tooluse_agents.jsonl import FileHealth, read_jsonl
 
 SCHEMA_VERSION = 1
@@ -299,32 +300,6 @@ class EpisodeRecord:
 def as_records(episodes: Iterable[EpisodeRecord | Mapping[str, Any]]) -> list[EpisodeRecord]:
     """Episode records of records or JSON objects (`RecordError` on one that is neither)."""
     return [EpisodeRecord.of(e) for e in episodes]
-
-
-METRIC_KEYS = (
-    "step",
-    "epoch",
-    "rollout/reward_mean",
-    "groups/all_correct_frac",
-    "groups/all_wrong_frac",
-    "groups/mixed_frac",
-    "filter/skipped_prompts",
-    "filter/active_prompts",
-    "filter/zero_variance_frac",
-    "subsample/generated",
-    "subsample/used",
-    "time/rollout_s",
-    "time/update_s",
-    "time/sync_s",
-    "time/train_s",
-    "perf/tokens_per_s",
-    "loss/policy",
-    "loss/clip_frac",
-)
-"""What every line the trainer writes holds (more keys are allowed)."""
-
-EVAL_KEY = "eval/heldout_reward"
-"""The held-out reward, on the steps after which an evaluation ran."""
 
 
 @dataclass(frozen=True)

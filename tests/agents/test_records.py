@@ -139,6 +139,8 @@ def test_the_trainer_writes_only_complete_metrics_records(tmp_path):
         files.metrics(MetricsRecord(step=1, values={"epoch": 1}))
     full = MetricsRecord(step=1, values={k: 0.0 for k in METRIC_KEYS if k != "step"})
     assert full.missing == ()
+    with pytest.raises(ValueError, match="does not declare"):
+        files.metrics(MetricsRecord(step=1, values={**full.values, "loss/new_thing": 0.0}))
     files.metrics(full)
     (back,), _ = read_metrics(tmp_path / "metrics.jsonl")
     assert back == full

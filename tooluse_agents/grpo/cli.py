@@ -77,7 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _train(config: Any, *, progress: bool) -> int:
-    from tooluse_agents.grpo.trainer import GRPOTrainer, RunConflict
+    from tooluse_agents.grpo.trainer import GRPOTrainer
+    from tooluse_agents.rundir import RunConflict
 
     try:
         trainer = GRPOTrainer(config, progress=progress)

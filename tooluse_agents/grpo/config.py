@@ -204,8 +204,8 @@ class RolloutConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
-class EvalConfig:
-    """Held-out evaluation.
+class HeldoutConfig:
+    """Held-out evaluation during training: the ``eval:`` section of a training config.
 
     The run is always evaluated at its end too; evaluation time is not training time.
 
@@ -266,7 +266,7 @@ class TrainConfig:
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     update: UpdateConfig = field(default_factory=UpdateConfig)
     filter: FilterConfig = field(default_factory=FilterConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
+    eval: HeldoutConfig = field(default_factory=HeldoutConfig)
 
     def __post_init__(self) -> None:
         if self.budget_s is not None and not self.budget_s > 0:

@@ -3,7 +3,11 @@
 Launch with ``torchrun --nproc-per-node N -m tooluse_agents.grpo.cli CONFIG`` (or ``tooluse-train --nproc N``).
 `Dist.from_env` reads torchrun's ``RANK`` and ``WORLD_SIZE``; at world size 1 (a plain
 ``tooluse-train``) nothing is initialised and every collective here returns its input, so one
-code path serves both. The backend is NCCL when CUDA is there, gloo otherwise.
+code path serves both. `Dist` also owns what differs between one process and several for the
+policy itself: sharding it (`Dist.shard`, nothing in one process), checkpointing and resuming it
+(`Dist.save`, `Dist.load`: whole tensors in one process, shards on several ranks) and exporting
+the final model (`Dist.export`); the trainer calls them unconditionally. The backend is NCCL
+when CUDA is there, gloo otherwise.
 
 How the work is split, and why N ranks compute what one process computes:
 
@@ -31,8 +35,21 @@ from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import torch
 
+from tooluse_agents.grpo.checkpoint import (
+    PREFIX,
+    load_checkpoint,
+    publish,
+    rng_state,
+    save_checkpoint,
+    scratch_folder,
+    set_rng_state,
+)
+from tooluse_agents.rundir import RunConflict
+
 if TYPE_CHECKING:
     from torch.distributed.checkpoint.state_dict import OptimizerStateType, ValueType
+
+    from tooluse_agents.grpo.policy import Policy
 
 T = TypeVar("T")
 
@@ -143,6 +160,69 @@ class Dist:
 
             if dist.is_initialized():
                 dist.destroy_process_group()
+
+    # --- the policy's life across ranks: shard, checkpoint, resume, export ------------------
+
+    def shard(self, policy: Policy) -> None:
+        """Shard the policy's model over the ranks with FSDP2 (`shard_policy`); nothing to do in one process."""
+        if self.enabled:
+            policy.shard(self)
+
+    def save(
+        self, folder: Path, step: int, policy: Policy, optimizer: torch.optim.Optimizer, state: dict, keep: int
+    ) -> None:
+        """Checkpoint `step` into `folder` (`tooluse_agents.grpo.checkpoint`), keeping the newest `keep`.
+
+        One process writes the trainable weights and the optimizer state. On several ranks every
+        rank writes its shards (`save_sharded`; a collective, so every rank calls this) and rank 0
+        completes the checkpoint with every rank's RNG state.
+        """
+        if not self.enabled:
+            save_checkpoint(folder, step, policy.trainable_state(), optimizer, state, keep)
+            return
+        tmp = scratch_folder(folder, step) if self.is_main else folder / f".tmp-{PREFIX}{step:06d}"
+        self.barrier()  # the scratch folder exists before any rank writes into it
+        save_sharded(policy.model, optimizer, tmp / "sharded")
+        rng = self.gather(rng_state())
+        if self.is_main:
+            publish(folder, step, tmp, state, rng, keep)
+        self.barrier()
+
+    def load(self, path: Path, policy: Policy, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+        """Restore what `save` wrote into `path` (weights, optimizer, this rank's RNG state); returns the trainer state.
+
+        Raises:
+            RunConflict: The checkpoint was written on another number of ranks.
+        """
+        weights, optimizer_state, state, rng = load_checkpoint(path)
+        if state.get("world_size", 1) != self.world_size:
+            raise RunConflict(
+                f"{path} was written by a run on {state.get('world_size', 1)} rank(s); resume it on as many "
+                f"(this run has {self.world_size}), or start a new run folder"
+            )
+        if self.enabled:
+            load_sharded(policy.model, optimizer, path / "sharded")
+            rng = rng[self.rank]
+        else:
+            policy.load_trainable_state(weights)
+            optimizer.load_state_dict(optimizer_state)
+        set_rng_state(rng)
+        return state
+
+    def export(self, policy: Policy, target: Path) -> None:
+        """Save the model (with LoRA: the adapter folder, through peft) and its tokenizer into `target`.
+
+        On several ranks the whole weights are gathered on every rank (a collective) and rank 0 writes them.
+        """
+        if not self.enabled:
+            policy.model.save_pretrained(target)
+            policy.tokenizer.save_pretrained(target)
+            return
+        weights = policy.trainable_state()
+        if self.is_main:
+            policy.model.save_pretrained(target, state_dict=weights)
+            policy.tokenizer.save_pretrained(target)
+        self.barrier()
 
 
 class ShardedForward(torch.nn.Module):

@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from tooluse_agents.backends import BACKENDS, BackendSpec, make_agent
 from tooluse_agents.grpo.advantages import ALL_CORRECT, ALL_WRONG, MIXED, group_outcome
 from tooluse_agents.grpo.config import TrainConfig, load_config
 from tooluse_agents.grpo.tasks import TaskPool, env_factory, load_pool, prompts_for
@@ -202,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("config", help="the training config whose prompts are filtered")
     parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides of the config")
-    parser.add_argument("--agent", choices=("oracle", "hf", "vllm", "openai"), required=True)
+    parser.add_argument("--agent", choices=BACKENDS, required=True)
     parser.add_argument("--model", help="the (stronger) model: a local folder, a hub id, a served model name")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (openai agent)")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
@@ -218,11 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_intermixed_args(argv)
 
-    from tooluse_agents.evaluate import EvalConfig, make_agent
-
     try:
         config = load_config(args.config, args.overrides)
-        agent = make_agent(EvalConfig(agent=args.agent, model=args.model, base_url=args.base_url, dtype=args.dtype))
+        agent = make_agent(BackendSpec(backend=args.agent, model=args.model, base_url=args.base_url, dtype=args.dtype))
     except (ValueError, TypeError, OSError) as e:
         print(f"tooluse-train prefilter: {e}", file=sys.stderr)
         return 2

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tooluse_agents.episode import EpisodeWriter
+from tooluse_agents.grpo.metrics import undeclared
 from tooluse_agents.jsonl import read_jsonl
 from tooluse_agents.records import EVAL_KEY, METRIC_KEYS, MetricsRecord
 
@@ -50,9 +51,15 @@ class RunFiles:
         _keep(self.eval_episodes_path, lambda r: r.get("eval_step", 0) <= step)
 
     def metrics(self, record: MetricsRecord) -> None:
-        """Append a step's metrics; a record without every `METRIC_KEYS` key is an error."""
+        """Append a step's metrics; a record without every `METRIC_KEYS` key, or with an undeclared one, is an error.
+
+        Every key is declared, with its meaning, in `tooluse_agents.grpo.metrics.METRICS`.
+        """
         if record.missing:
             raise ValueError(f"metrics record lacks {list(record.missing)}")
+        unknown = undeclared(record.values)
+        if unknown:
+            raise ValueError(f"metrics record has keys tooluse_agents.grpo.metrics.METRICS does not declare: {unknown}")
         if self.write:
             _append(self.metrics_path, record.to_dict())
 

@@ -7,7 +7,7 @@ after a resume (the checkpoint carries the training time so far).
 
 - The budget (`TrainConfig.budget_s`) is spent once the training time reaches it: the step
   that crosses it is the last one (a run overshoots its budget by less than one step).
-- With `EvalConfig.every_train_s = T`, a held-out evaluation runs at the first step boundary
+- With `HeldoutConfig.every_train_s = T`, a held-out evaluation runs at the first step boundary
   at or after each multiple of T (one evaluation when a single step crosses several).
 """
 

@@ -37,13 +37,8 @@ class PolicyUpdater:
         self.config = config
         self.temperature = temperature
         self.dist = dist or Dist()
-        if self.dist.enabled and config.detach_prompt:
-            raise ValueError(
-                "update.detach_prompt runs a data-dependent number of forward passes, which sharded "
-                "training cannot match across ranks: set update.detach_prompt=false to train on several ranks"
-            )
-        if self.dist.enabled and config.kl_coef:
-            raise ValueError("update.kl_coef needs a reference model, which is not sharded yet: train on one rank")
+        if self.dist.enabled:
+            _refuse_unsharded(config)
         self.optimizer = torch.optim.AdamW(
             policy.trainable(), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay
         )
@@ -91,10 +86,8 @@ class PolicyUpdater:
     def _plan(self, chunks: Sequence[Sequence[Sample]]) -> list[list[list[Sample] | None]]:
         """Each mini-batch's micro-batches, padded with None (a zero-weight micro-batch) to the busiest rank's count."""
         plans: list[list[list[Sample] | None]] = [list(self._micro_batches(chunk)) for chunk in chunks]
-        if self.dist.enabled:
-            counts = self.dist.max_each([len(p) for p in plans])
-            for plan, count in zip(plans, counts, strict=True):
-                plan.extend([None] * (int(count) - len(plan)))
+        for plan, count in zip(plans, self.dist.max_each([len(p) for p in plans]), strict=True):
+            plan.extend([None] * (int(count) - len(plan)))  # in one process: none
         return plans
 
     def _padding(self) -> list[Sample]:
@@ -102,9 +95,7 @@ class PolicyUpdater:
         return [Sample((pad,), (pad,), 0.0, group="")]
 
     def _describe(self, terms: Sequence[LossTerms]) -> dict[str, Any]:
-        """`describe` over every rank's micro-batches."""
-        if not self.dist.enabled:
-            return describe(list(terms))
+        """`describe` over every rank's micro-batches (in one process the sums are this process's own)."""
         sums = self.dist.sum(
             [sum(getattr(t, k) for t in terms) for k in ("policy_sum", "clipped", "kl_sum", "entropy_sum", "tokens")]
         )
@@ -187,3 +178,14 @@ class PolicyUpdater:
 def _split(samples: Sequence[Sample], parts: int) -> list[list[Sample]]:
     size = math.ceil(len(samples) / parts)
     return [list(samples[i : i + size]) for i in range(0, len(samples), size)]
+
+
+def _refuse_unsharded(config: UpdateConfig) -> None:
+    """Refuse the update settings that sharded training (several ranks) does not support yet."""
+    if config.detach_prompt:
+        raise ValueError(
+            "update.detach_prompt runs a data-dependent number of forward passes, which sharded "
+            "training cannot match across ranks: set update.detach_prompt=false to train on several ranks"
+        )
+    if config.kl_coef:
+        raise ValueError("update.kl_coef needs a reference model, which is not sharded yet: train on one rank")

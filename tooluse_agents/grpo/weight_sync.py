@@ -1,7 +1,8 @@
-"""Pushing the trainer's weights into a live rollout engine.
+"""The trainer's rollout engine, and pushing the trainer's weights into it while it runs.
 
-The engine is an in-process vLLM engine (no restart), or a whole copy of the model that an HF engine
-generates with (`ModuleWeightSync`, on several ranks).
+`rollout_engine` builds the engine (through `tooluse_agents.backends.make_agent`): an in-process
+vLLM engine (no restart; `VLLMWeightSync`), or an HF engine that generates with the policy itself
+(one process: nothing to push) or with a whole copy of it (several ranks: `ModuleWeightSync`).
 
 The route (measured in the project's research notes): the worker's `reload_weights` takes
 HF-named tensors, re-runs vLLM's weight loading (q/k/v and gate/up fusion included) and
@@ -15,9 +16,62 @@ The engine must run in this process (`VLLMAgentConfig(in_process=True)`).
 
 from __future__ import annotations
 
+import copy
+import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol
 
 import torch
+
+from tooluse_agents.backends import BackendSpec, make_agent
+
+if TYPE_CHECKING:
+    from tooluse_agents.base import Agent
+    from tooluse_agents.grpo.config import RolloutConfig
+    from tooluse_agents.grpo.distributed import Dist
+    from tooluse_agents.grpo.policy import Policy
+
+
+class WeightSync(Protocol):
+    """Something that loads HF-named tensors into a rollout engine."""
+
+    def push(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Load the tensors; afterwards the engine generates with them."""
+        ...
+
+
+def rollout_engine(rollout: RolloutConfig, policy: Policy, dist: Dist) -> tuple[Agent, WeightSync | None]:
+    """The agent that plays the training rollouts, and how the policy's weights reach it (None: nothing to push).
+
+    Call it before the policy is sharded: an HF engine on several ranks copies the whole model,
+    because a rank generating alone cannot run sharded layers.
+    """
+    if rollout.engine == "hf":
+        spec = BackendSpec(backend="hf", model=policy.path)
+        if not dist.enabled:  # the engine generates with the policy itself
+            return make_agent(spec, model=policy.model, tokenizer=policy.tokenizer), None
+        engine = copy.deepcopy(policy.model)
+        return make_agent(spec, model=engine, tokenizer=policy.tokenizer), ModuleWeightSync(engine)
+    if dist.enabled and not torch.cuda.is_available():  # each rank's engine on its own cores
+        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", dist.cpu_cores())
+    tp = rollout.tensor_parallel_size
+    if tp > 1 and (dist.world_size % tp or not torch.cuda.is_available()):
+        raise ValueError(
+            f"rollout.tensor_parallel_size {tp} needs GPUs and a world size that it divides "
+            f"(this run: {dist.world_size} rank(s)); launch with torchrun --nproc-per-node {tp} or more"
+        )
+    options = {
+        "max_model_len": rollout.max_model_len,
+        "cpu_kv_cache_gib": rollout.cpu_kv_cache_gib,
+        "gpu_memory_utilization": rollout.gpu_memory_utilization,
+        "external_launcher": tp > 1,
+        "in_process": True,
+    }
+    spec = BackendSpec(
+        backend="vllm", model=policy.path, dtype=rollout.vllm_dtype, tensor_parallel_size=tp, options=options
+    )
+    agent = make_agent(spec)
+    return agent, VLLMWeightSync(agent.llm)  # type: ignore[attr-defined]
 
 
 class VLLMWeightSync:

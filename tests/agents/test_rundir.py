@@ -1,0 +1,47 @@
+"""`RunDir`: one refuse-or-resume rule for every run folder (eval run.json, trainer config.yaml)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from tooluse_agents.rundir import RunConflict, RunDir
+
+
+def test_a_new_folder_starts_an_equal_config_resumes_another_is_refused_by_name(tmp_path):
+    run = RunDir(tmp_path / "r", "run.json", resumable={"schedule"}, hint="use another --out")
+    config = {"agent": "oracle", "seeds": [0], "schedule": "auto"}
+    assert run.open(config) is False
+    assert json.loads((tmp_path / "r" / "run.json").read_text()) == config
+    assert run.open(config) is True
+    assert run.open({**config, "schedule": "lockstep"}) is True  # a resumable key may change ...
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["schedule"] == "auto"  # ... and is not rewritten
+    with pytest.raises(RunConflict, match=r"differs in seeds\); use another --out$"):
+        run.open({**config, "seeds": [1], "schedule": "async"})
+    with pytest.raises(RunConflict, match=r"differs in model\)"):  # a key only one side has
+        run.open({**config, "model": "m"})
+
+
+def test_force_starts_afresh(tmp_path):
+    run = RunDir(tmp_path, "run.json")
+    run.open({"a": 1})
+    (tmp_path / "episodes.jsonl").write_text("{}\n")
+    assert run.open({"a": 2}, force=True) is False
+    assert not (tmp_path / "episodes.jsonl").exists() and json.loads((tmp_path / "run.json").read_text()) == {"a": 2}
+
+
+def test_a_yaml_config_read_through_a_normalizer(tmp_path):
+    def read(data):
+        if "unknown" in data:
+            raise ValueError("unknown keys: ['unknown']")
+        return {"lr": 0.1, **data}  # a key added since that run reads as its default
+
+    run = RunDir(tmp_path, "config.yaml", read=read)
+    run.write({"steps": 3})
+    assert yaml.safe_load((tmp_path / "config.yaml").read_text()) == {"steps": 3}
+    assert run.check({"lr": 0.1, "steps": 3}) is True
+    run.write({"unknown": 1})
+    with pytest.raises(RunConflict, match="cannot read: unknown keys"):
+        run.check({"lr": 0.1, "steps": 3})

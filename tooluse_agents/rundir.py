@@ -1,0 +1,120 @@
+"""A run folder holds one configuration: a run refuses a folder of another, resumes an equal one.
+
+`tooluse-eval run` keeps its configuration in ``run.json``, `tooluse-train` in ``config.yaml``;
+both go through `RunDir`. A folder whose stored configuration differs from the run's in a key
+that a resume may not change is refused with a `RunConflict` naming the keys; an equal one (keys
+in `RunDir.resumable` aside) is resumed; ``force`` deletes the folder and starts afresh.
+
+    run = RunDir(out, "run.json", resumable={"schedule"})
+    resumed = run.open(config.to_dict(), force=force)
+
+Standard library only (YAML, for a ``.yaml`` file, is imported when one is read or written).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["RunConflict", "RunDir"]
+
+
+class RunConflict(RuntimeError):
+    """The run folder holds a run with another configuration (or one this version cannot read or resume)."""
+
+
+class RunDir:
+    """A run folder and the configuration file that says which run it holds.
+
+    Args:
+        path: The folder.
+        config_file: The configuration's file name in it; ``.json`` or ``.yaml`` by its suffix.
+        resumable: Top-level keys a resumed run may change (they do not make it another run).
+        read: Turns the stored data into the form `check` compares (e.g. through the config
+            dataclasses, so a key added since that run reads as its default); a `TypeError` or
+            `ValueError` it raises refuses the folder as unreadable. Default: the data as stored.
+        hint: Appended to a refusal (what the user can do, e.g. "use another --out").
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        config_file: str = "run.json",
+        *,
+        resumable: Collection[str] = (),
+        read: Callable[[Any], Mapping[str, Any]] | None = None,
+        hint: str = "",
+    ):
+        self.path = Path(path)
+        self.config_path = self.path / config_file
+        self.resumable = frozenset(resumable)
+        self._read = read or (lambda data: dict(data or {}))
+        self._hint = f"; {hint}" if hint else ""
+
+    def stored(self) -> Mapping[str, Any] | None:
+        """The configuration the folder holds, as `read` makes it (None: the folder holds none)."""
+        if not self.config_path.exists():
+            return None
+        try:
+            return self._read(self._parse(self.config_path.read_text(encoding="utf-8")))
+        except (TypeError, ValueError) as exc:
+            raise RunConflict(f"{self.path} holds a run this version cannot read: {exc}{self._hint}") from exc
+
+    def check(self, config: Mapping[str, Any]) -> bool:
+        """Refuse a folder holding another configuration; True when it holds this one (a resume).
+
+        Raises:
+            RunConflict: The stored configuration differs in a key outside `resumable`, or cannot be read.
+        """
+        theirs = self.stored()
+        if theirs is None:
+            return False
+        changed = sorted(k for k in set(config) | set(theirs) if config.get(k) != theirs.get(k))
+        if conflicting := [k for k in changed if k not in self.resumable]:
+            raise RunConflict(
+                f"{self.path} holds a run with another configuration (differs in {', '.join(conflicting)}){self._hint}"
+            )
+        return True
+
+    def write(self, config: Mapping[str, Any]) -> None:
+        """Store `config` as the folder's configuration (creating the folder)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text(self._dump(config), encoding="utf-8")
+
+    def open(self, config: Mapping[str, Any], *, force: bool = False) -> bool:
+        """Start or resume the run of `config` here; True when resuming.
+
+        A new folder (or any folder with `force`, which is emptied first) gets `config` written;
+        a folder holding an equal configuration is left as it is.
+
+        Raises:
+            RunConflict: The folder holds another configuration (see `check`).
+        """
+        if force and self.path.exists():
+            shutil.rmtree(self.path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        if self.check(config):
+            return True
+        self.write(config)
+        return False
+
+    def _parse(self, text: str) -> Any:
+        if self._yaml:
+            import yaml
+
+            return yaml.safe_load(text)
+        return json.loads(text)
+
+    def _dump(self, config: Mapping[str, Any]) -> str:
+        if self._yaml:
+            import yaml
+
+            return yaml.safe_dump(dict(config), sort_keys=False)
+        return json.dumps(dict(config), indent=2)
+
+    @property
+    def _yaml(self) -> bool:
+        return self.config_path.suffix in (".yaml", ".yml")
