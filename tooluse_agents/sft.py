@@ -42,6 +42,7 @@ import tooluse_gym  # noqa: F401  (registers the environments)
 from tooluse_agents.base import chat_prompt
 from tooluse_agents.oracle import OracleAgent
 from tooluse_agents.rollout import request_for
+from tooluse_gym.envs import SCENARIO_ID
 from tooluse_gym.tasks.scenario import load_scenario_set
 
 
@@ -108,7 +109,7 @@ def build_examples(config: SFTConfig, tokenizer: Any) -> list[Example]:
     if config.limit is not None:
         tasks = tasks[: config.limit]
     env = gym.make(
-        "ToolUse-Scenario-v0",
+        SCENARIO_ID,
         path=config.scenarios,
         system_prompt=config.system_prompt,
         tool_format=config.tool_format,

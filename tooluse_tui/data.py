@@ -23,34 +23,56 @@ from tooluse_agents.records import MetricsRecord, RecordError
 __all__ = ["EpisodeFilter", "EpisodeStore", "EpisodeSummary", "FileHealth", "JsonlFile", "MetricsLog", "select"]
 
 _REGISTRY_MODULE = "tooluse_gym.tasks.known_issues"
+_IDS_MODULE = "tooluse_gym.envs.ids"
+
+
+def _gym_module(name: str, file: str) -> Any:
+    """A `tooluse_gym` module that needs only the standard library: the imported one, else loaded from its file.
+
+    Importing the `tooluse_gym` package registers the gym environments, which imports
+    gymnasium; so when the package is not imported yet, the module `name` is loaded from
+    `file` (relative to the package folder) on its own. Raises ImportError when it cannot be found.
+    """
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    package = importlib.util.find_spec("tooluse_gym")
+    locations = list(package.submodule_search_locations or []) if package else []
+    if not locations:
+        raise ImportError("the tooluse_gym package is not installed")
+    spec = importlib.util.spec_from_file_location("_tui_" + name.rsplit(".", 1)[-1], Path(locations[0]) / file)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {file} of tooluse_gym")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @cache
 def known_issues() -> Any:
     """The BFCL known-issues registry (`tooluse_gym.tasks.known_issues.KnownIssues`), or None.
 
-    Its module is loaded from its file when the package is not imported yet: importing the
-    `tooluse_gym` package registers the gym environments, which imports gymnasium. A
-    registry that cannot be found or read gives None (no task is marked).
+    A registry that cannot be found or read gives None (no task is marked).
     """
-    module = sys.modules.get(_REGISTRY_MODULE)
     try:
-        if module is None:
-            package = importlib.util.find_spec("tooluse_gym")
-            locations = list(package.submodule_search_locations or []) if package else []
-            if not locations:
-                return None
-            spec = importlib.util.spec_from_file_location(
-                "_tui_known_issues", Path(locations[0]) / "tasks" / "known_issues.py"
-            )
-            if spec is None or spec.loader is None:
-                return None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
-        return module.load_known_issues()
+        return _gym_module(_REGISTRY_MODULE, "tasks/known_issues.py").load_known_issues()
     except (OSError, ValueError, ImportError):
         return None
+
+
+@cache
+def _bfcl_env_id() -> str | None:
+    try:
+        return _gym_module(_IDS_MODULE, "envs/ids.py").MULTI_TURN_ID
+    except (OSError, ValueError, ImportError):
+        return None
+
+
+def is_bfcl_run(protocol: Mapping[str, Any]) -> bool:
+    """Whether a protocol card is a run of the BFCL env (`tooluse_gym.envs.MULTI_TURN_ID`), whose clean subset shows."""
+    env_id = _bfcl_env_id()
+    return env_id is not None and protocol.get("env_id") == env_id
 
 
 def known_issue(task_id: str) -> Any:

@@ -15,10 +15,11 @@ import gymnasium as gym
 import pytest
 
 from tooluse_agents.grpo.rollouts import before_last_turn
-from tooluse_agents.grpo.tasks import bfcl_pool, env_factory, next_turn_task
+from tooluse_agents.grpo.tasks import env_factory, next_turn_task
 from tooluse_agents.oracle import END_OF_TURN, OracleAgent
 from tooluse_agents.rollout import RolloutJob, request_for
 from tooluse_gym.envs.knobs import Knobs
+from tooluse_gym.envs.multi_turn import bfcl_pool
 from tooluse_gym.integrations.sequence import PrefixBreak, Sample, play, with_scripted
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.wrappers.rendered_prompt import load_tokenizer

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -19,7 +19,8 @@ import gymnasium as gym
 import tooluse_gym  # noqa: F401  (registers the env ids)
 from tooluse_gym.envs.builder import TASKS_ENV_ID, TaskPool
 from tooluse_gym.envs.knobs import Knobs
-from tooluse_gym.tasks import bfcl, evenly_spaced
+from tooluse_gym.envs.multi_turn import bfcl_pool
+from tooluse_gym.tasks import bfcl, select_tasks
 from tooluse_gym.tasks.task import Task
 
 MODES = ("next_turn", "episode")
@@ -84,15 +85,10 @@ def load_pool(source: TaskSource) -> TaskPool:
         categories = source.category.split(",") if source.category else None
         pool = scenario_pool(loaded, source.task_ids, categories)
         pool = dataclasses.replace(pool, label=f"scenario:{loaded.sha256}")
-    pool = dataclasses.replace(pool, tasks=tuple(evenly_spaced(pool.tasks, source.limit)))
+    pool = dataclasses.replace(pool, tasks=tuple(select_tasks(pool.tasks, limit=source.limit)))
     if not pool.tasks:
         raise ValueError(f"the task source {source} selects no tasks")
     return pool
-
-
-def bfcl_pool(tasks: Sequence[Task], label: str = "bfcl") -> TaskPool:
-    """Tasks that run on the BFCL simulators (BFCL entries or hand-built tasks)."""
-    return TaskPool(tuple(tasks), bfcl.backend_classes(), bfcl.stateless_backends(), bfcl.HOOKS, label)
 
 
 def next_turn_task(task: Task, turn: int) -> Task:

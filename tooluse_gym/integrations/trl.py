@@ -49,6 +49,7 @@ import gymnasium as gym
 from tooluse_agents.base import AgentRequest
 from tooluse_agents.grpo.rollouts import job_seed
 from tooluse_agents.rollout import RolloutJob
+from tooluse_gym.envs import MULTI_TURN_ID
 from tooluse_gym.envs.knobs import check_choice
 from tooluse_gym.integrations.sequence import (
     PREFIX_BREAK_MODES,
@@ -60,7 +61,7 @@ from tooluse_gym.integrations.sequence import (
     with_scripted,
 )
 
-ENV_ID = "ToolUse-MultiTurn-v0"
+ENV_ID = MULTI_TURN_ID
 TESTED_TRL_VERSION = "1.16.0"
 """The TRL release this adapter targets: the ``trl`` extra pins it, and its test runs against it."""
 

@@ -38,6 +38,7 @@ from typing import Any
 import gymnasium as gym
 from pydantic import Field, model_validator
 
+from tooluse_gym.envs import MULTI_TURN_ID
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.errors import DependencyNotInstalled
 from tooluse_gym.integrations.chat_episode import CHAT_ENV_IDS, ChatEpisode, ChatView, make_chat_env, task_ids_of
@@ -114,7 +115,7 @@ class KnobsConfig(vf.BaseConfig):
 class ToolUseTasksetConfig(vf.TasksetConfig):
     """Which env, which of its tasks, and its protocol (``--env.taskset.*``)."""
 
-    env_id: str = "ToolUse-MultiTurn-v0"
+    env_id: str = MULTI_TURN_ID
     """``ToolUse-MultiTurn-v0`` (BFCL) | ``ToolUse-Scenario-v0`` (scenario files)."""
     category: str | None = None
     """BFCL category: ``base`` | ``miss_func`` | ``miss_param`` | ``long_context`` | ``all``. Unset:
@@ -361,7 +362,7 @@ def to_chat_message(message: vf.AssistantMessage) -> dict[str, Any]:
 
 
 def load_environment(
-    env_id: str = "ToolUse-MultiTurn-v0",
+    env_id: str = MULTI_TURN_ID,
     *,
     category: str | None = None,
     scenario_path: str | Sequence[str] = (),
