@@ -38,20 +38,19 @@ def _rollouts(dtype: str, episodes: int, num_envs: int, max_tokens: int) -> dict
     import tooluse_gym  # noqa: F401
     from tooluse_agents.backends import BackendSpec, make_agent
     from tooluse_agents.base import SamplingConfig
-    from tooluse_agents.evaluate import select_tasks
+    from tooluse_agents.evaluate import eval_task_ids
     from tooluse_agents.rollout import RolloutJob, run_rollouts
+    from tooluse_gym.envs import SCENARIO_ID
 
     curriculum = str(ROOT / "scenarios" / "curriculum" / "train.yaml")
-    tasks = select_tasks(None, episodes // 5 + 1, [curriculum])[:episodes]
+    tasks = eval_task_ids(None, episodes // 5 + 1, [curriculum])[:episodes]
     jobs = [RolloutJob(t, 0) for t in tasks]
     sampling = SamplingConfig(temperature=1.0, max_tokens=max_tokens)
     options = {"max_model_len": 4096, "in_process": True}
     agent = make_agent(BackendSpec(backend="vllm", model="smollm2-135m", dtype=dtype, options=options))
 
     def make_env():
-        return gym.make(
-            "ToolUse-Scenario-v0", path=curriculum, task_ids=tasks, system_prompt="strong", tool_format="json"
-        )
+        return gym.make(SCENARIO_ID, path=curriculum, task_ids=tasks, system_prompt="strong", tool_format="json")
 
     run_rollouts(make_env, agent, jobs[:2], sampling=sampling, num_envs=2)  # warm-up
     out = {}

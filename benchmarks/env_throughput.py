@@ -39,6 +39,7 @@ from pathlib import Path
 import gymnasium as gym
 
 import tooluse_gym  # noqa: F401
+from tooluse_gym.envs import MULTI_TURN_ID
 from tooluse_gym.tasks import bfcl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,7 +89,7 @@ def _category(task_id: str) -> str:
 
 
 def _make_envs(decoder: str) -> dict[str, gym.Env]:
-    return {c: gym.make("ToolUse-MultiTurn-v0", category=c, decoder=decoder) for c in bfcl.CATEGORIES}
+    return {c: gym.make(MULTI_TURN_ID, category=c, decoder=decoder) for c in bfcl.CATEGORIES}
 
 
 def oracle_scripts(task_ids: list[str]) -> dict[str, list[str]]:

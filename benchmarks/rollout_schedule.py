@@ -43,8 +43,9 @@ import tooluse_gym  # noqa: F401
 from tooluse_agents.backends import BackendSpec, make_agent
 from tooluse_agents.base import SamplingConfig
 from tooluse_agents.dtypes import machine
-from tooluse_agents.evaluate import select_tasks
+from tooluse_agents.evaluate import eval_task_ids
 from tooluse_agents.rollout import RolloutJob, run_rollouts
+from tooluse_gym.envs import SCENARIO_ID
 
 ROOT = Path(__file__).resolve().parents[1]
 CURRICULUM = str(ROOT / "scenarios" / "curriculum" / "train.yaml")
@@ -54,9 +55,7 @@ WORKLOADS = {"capped": 24, "varied": 192}
 
 def _make_env_factory(tasks):
     def make_env():
-        return gym.make(
-            "ToolUse-Scenario-v0", path=CURRICULUM, task_ids=tasks, system_prompt="strong", tool_format="json"
-        )
+        return gym.make(SCENARIO_ID, path=CURRICULUM, task_ids=tasks, system_prompt="strong", tool_format="json")
 
     return make_env
 
@@ -223,7 +222,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     (ROOT / "runs").mkdir(exist_ok=True)
-    tasks = select_tasks(None, args.episodes // 5 + 1, [CURRICULUM])[: args.episodes]
+    tasks = eval_task_ids(None, args.episodes // 5 + 1, [CURRICULUM])[: args.episodes]
     report = json.loads(args.out.read_text()) if args.out.exists() else {}
     report.update(
         {

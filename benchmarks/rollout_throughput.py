@@ -20,8 +20,9 @@ import gymnasium as gym
 import tooluse_gym  # noqa: F401
 from tooluse_agents.backends import BackendSpec, make_agent
 from tooluse_agents.base import SamplingConfig
-from tooluse_agents.evaluate import select_tasks
+from tooluse_agents.evaluate import eval_task_ids
 from tooluse_agents.rollout import RolloutJob, run_rollouts
+from tooluse_gym.envs import SCENARIO_ID
 
 CURRICULUM = str(Path(__file__).resolve().parents[1] / "scenarios" / "curriculum" / "train.yaml")
 
@@ -41,15 +42,13 @@ def main() -> None:
     # runs at less than half the fp32 speed (measured: README, Speed).
     parser.add_argument("--dtype", default="float32")
     args = parser.parse_args()
-    tasks = select_tasks(None, args.episodes // 5 + 1, [CURRICULUM])[: args.episodes]
+    tasks = eval_task_ids(None, args.episodes // 5 + 1, [CURRICULUM])[: args.episodes]
     jobs = [RolloutJob(t, 0) for t in tasks]
     sampling = SamplingConfig(temperature=1.0, max_tokens=args.max_tokens)
     agent = _agent(args.agent, args.dtype)
 
     def make_env():
-        return gym.make(
-            "ToolUse-Scenario-v0", path=CURRICULUM, task_ids=tasks, system_prompt="strong", tool_format="json"
-        )
+        return gym.make(SCENARIO_ID, path=CURRICULUM, task_ids=tasks, system_prompt="strong", tool_format="json")
 
     run_rollouts(make_env, agent, jobs[:2], sampling=sampling, num_envs=2)  # warm-up
     rates = {}

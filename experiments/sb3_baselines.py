@@ -39,12 +39,12 @@ import tooluse_gym  # noqa: F401  (registers the env ids)
 from tooluse_agents.episode import EpisodeWriter, episode_record
 from tooluse_agents.integrations.chat_episode import task_ids_of
 from tooluse_agents.results import format_table, summarize
+from tooluse_gym.envs import SCENARIO_ID
 from tooluse_gym.envs.knobs import ENV_DEFAULTS, Knobs
 from tooluse_gym.wrappers.candidates import CandidateActions, CandidateConfig
 from tooluse_gym.wrappers.features import CANDIDATE_FEATURES, CONTEXT_FEATURES
 
 ALGORITHMS = ("random", "ppo", "dqn")
-SCENARIO_ENV_ID = "ToolUse-Scenario-v0"
 
 
 # --- policies ------------------------------------------------------------------------------
@@ -147,7 +147,7 @@ class BaselineConfig:
     group_size: int = 2
     train_reward: str = "shaped"
     train_end_on_mistake: bool = True
-    protocol: Knobs = ENV_DEFAULTS[SCENARIO_ENV_ID]
+    protocol: Knobs = ENV_DEFAULTS[SCENARIO_ID]
 
     def __post_init__(self) -> None:
         unknown = set(self.algorithms) - set(ALGORITHMS)
@@ -167,7 +167,7 @@ def make_candidate_env(
     paths: Sequence[str], candidates: CandidateConfig, *, task_ids: Sequence[str] | None = None, **knobs: Any
 ) -> CandidateActions:
     """`ToolUse-Scenario-v0` over the scenario files, wrapped in `CandidateActions`."""
-    return CandidateActions(gym.make(SCENARIO_ENV_ID, path=list(paths), task_ids=task_ids, **knobs), candidates)
+    return CandidateActions(gym.make(SCENARIO_ID, path=list(paths), task_ids=task_ids, **knobs), candidates)
 
 
 SETTINGS: dict[str, dict[str, Any]] = {

@@ -1,4 +1,5 @@
-"""The env-speed table (results page) and the README's speed line show what `env_throughput.json` holds."""
+"""The env-speed table (results page) and the README's speed line show what `env_throughput.json` holds;
+the docs home page's status lines show what `grpo_efficiency_v2.json` holds."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "env_throughput.json"
+EFFICIENCY_V2 = ROOT / "benchmarks" / "results" / "grpo_efficiency_v2.json"
 _ROW = re.compile(
     r"^\|\s*(?P<decoder>[^|]*?)\s*\|\s*(?P<path>[^|]+?)\s*\|\s*(?P<ms>[\d.]+)\s*\|\s*(?P<ratio>[\d.]+)×\s*\|$"
 )
@@ -79,3 +81,17 @@ def test_readme_speed_line_equals_the_benchmark_results():
     for name, d in result["decoders"].items():
         first, repeat = d["first_play_ratio"], d["repeat_play_ratio"]
         assert f"`{name}` decoder {first:.2f}× first play / {repeat:.2f}× repeat play" in line
+
+
+def test_docs_home_status_lines_are_the_v2_results():
+    """docs/index.md's status is the generated block (test_docs checks it against the generator), with v2's verdicts."""
+    result = json.loads(EFFICIENCY_V2.read_text(encoding="utf-8"))
+    text = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    start, end = text.index("<!-- gen:status -->\n"), text.index("<!-- /gen:status -->")
+    block = text[start:end]
+    outside = text[:start] + text[end:]
+    assert "grpo_efficiency_v2.json" in block
+    for arm, speedup in result["verdicts"]["speedup"].items():
+        assert f"{speedup['geometric_mean']} as fast as vanilla" in block, arm
+        assert f"faster: {speedup['status']}, no loss: {result['verdicts']['no_loss'][arm]['status']}" in block, arm
+    assert not re.search(r"\d\.\d+x", outside.replace("1.7-2.6x", "")), "a speed-up typed outside the block"

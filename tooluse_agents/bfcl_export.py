@@ -57,9 +57,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tooluse_agents.evaluate import SCENARIO_ENV_ID
 from tooluse_agents.records import EpisodeRecord, StepEntry, read_episodes
 from tooluse_gym.checker import FORCE_TERMINATED
+from tooluse_gym.envs import SCENARIO_ID
 from tooluse_gym.protocol import MAX_STEPS_PER_TURN
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tools import bfcl_decoding
@@ -369,7 +369,7 @@ def bfcl_result(record: EpisodeRecord, encoding: str) -> list[list[Payload]] | s
 
 def is_bfcl_episode(record: EpisodeRecord) -> bool:
     """Whether an episode plays a BFCL multi-turn task (not a scenario, not an id BFCL lacks)."""
-    return record.protocol.get("env_id") != SCENARIO_ENV_ID and _BFCL_ID.fullmatch(record.task_id) is not None
+    return record.protocol.get("env_id") != SCENARIO_ID and _BFCL_ID.fullmatch(record.task_id) is not None
 
 
 def encoding_of(records: Sequence[EpisodeRecord]) -> str:

@@ -33,14 +33,15 @@ from tooluse_agents.results import (
 )
 from tooluse_agents.rollout import Episode, RolloutJob, resolve_schedule, run_rollouts
 from tooluse_agents.rundir import RunConflict, RunDir
+from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID
 from tooluse_gym.envs.knobs import Knobs, env_defaults
 from tooluse_gym.envs.tool_env import protocol_card
 from tooluse_gym.protocol import ProtocolCard
-from tooluse_gym.tasks import bfcl, evenly_spaced
+from tooluse_gym.tasks import bfcl, select_tasks
 from tooluse_gym.tasks.known_issues import KnownIssues, load_known_issues
 
-ENV_ID = "ToolUse-MultiTurn-v0"
-SCENARIO_ENV_ID = "ToolUse-Scenario-v0"
+ENV_ID = MULTI_TURN_ID
+SCENARIO_ENV_ID = SCENARIO_ID
 AGENTS = BACKENDS
 PROTOCOL_KNOBS = Knobs.names()
 ENV_DEFAULT = Knobs()
@@ -151,7 +152,7 @@ class EvalConfig:
     @property
     def env_id(self) -> str:
         """The env id the run plays: the scenario env with `scenarios`, else the BFCL env."""
-        return SCENARIO_ENV_ID if self.scenarios else ENV_ID
+        return SCENARIO_ID if self.scenarios else MULTI_TURN_ID
 
     def env_kwargs(self) -> dict[str, Any]:
         """`gym.make` arguments besides the protocol knobs and task ids."""
@@ -171,25 +172,19 @@ def _resumable(data: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def select_tasks(
+def eval_task_ids(
     categories: Sequence[str] | None, limit: int | None, scenarios: Sequence[str] | None = None
 ) -> list[str]:
     """Task ids per category (in the source's order); with `limit`, that many evenly spaced over each category."""
     if scenarios:
         from tooluse_gym.tasks.scenario import load_scenarios
 
-        by_category: dict[str, list[str]] = {}
-        for task in load_scenarios(list(scenarios)):
-            by_category.setdefault(task.category, []).append(task.task_id)
-        unknown = sorted(set(categories or ()) - set(by_category))
-        if unknown:
-            raise ValueError(f"unknown categories {unknown}; the scenarios have {sorted(by_category)}")
+        tasks = load_scenarios(list(scenarios))
     else:
-        by_category = {c: [t.task_id for t in bfcl.load_bfcl_tasks(c)] for c in categories or bfcl.CATEGORIES}
-    ids = []
-    for category in categories or by_category:
-        ids.extend(evenly_spaced(by_category[category], limit))
-    return ids
+        categories = [bfcl.normalize_category(c) for c in categories] if categories else None
+        tasks = [t for c in dict.fromkeys(categories or bfcl.CATEGORIES) for t in bfcl.load_bfcl_tasks(c)]
+    selected = select_tasks(tasks, categories=categories or None, limit=limit, limit_per="category")
+    return [t.task_id for t in selected]
 
 
 def make_agent(config: EvalConfig) -> Agent:
@@ -238,7 +233,7 @@ def run_eval(
         shutil.rmtree(out)
     if not run.check(_resumable(config.to_dict())):
         run.write(config.to_dict())
-    task_ids = list(config.task_ids or select_tasks(config.categories, config.limit, config.scenarios))
+    task_ids = list(config.task_ids or eval_task_ids(config.categories, config.limit, config.scenarios))
     wanted = {(t, s) for s in config.seeds for t in task_ids}
     episodes_path = out / "episodes.jsonl"
     existing = read_episodes(episodes_path)[0] if episodes_path.exists() else []
@@ -309,7 +304,7 @@ def _previous_schedule(path: Path) -> str | None:
 
 def known_issues_for(env_id: str | None) -> KnownIssues | None:
     """The known-issues registry for BFCL runs (its clean subset is reported); None for other task sources."""
-    return load_known_issues() if env_id == ENV_ID else None
+    return load_known_issues() if env_id == MULTI_TURN_ID else None
 
 
 def compare_runs(a: Path, b: Path) -> tuple[str, dict[str, Any]]:

@@ -44,6 +44,7 @@ from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL
 from tooluse_agents.knob_flags import add_knob_flags, given_knobs
 from tooluse_agents.oracle import OracleAgent
 from tooluse_agents.rollout import RolloutJob, run_rollouts
+from tooluse_gym.envs import SCENARIO_ID
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.tasks.scenario import load_scenario_set
 
@@ -140,7 +141,7 @@ def build_examples(config: SFTConfig, tokenizer: Any) -> list[Example]:
         tasks = tasks[: config.limit]
 
     def make_env() -> gym.Env:
-        return gym.make("ToolUse-Scenario-v0", path=config.scenarios, **config.protocol.to_dict())
+        return gym.make(SCENARIO_ID, path=config.scenarios, **config.protocol.to_dict())
 
     jobs = [RolloutJob(task.task_id, config.seed) for task in tasks]
     episodes = run_rollouts(

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 from gymnasium.envs.registration import register, registry
 
+from tooluse_gym.envs.ids import MULTI_TURN_ID, SCENARIO_ID, TASKS_ID
+
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "register_tools"]
 
 _ENV_IDS = {
-    "ToolUse-MultiTurn-v0": "tooluse_gym.envs.multi_turn:make_multi_turn_env",
-    "ToolUse-Scenario-v0": "tooluse_gym.envs.scenario:make_scenario_env",
-    "ToolUse-Tasks-v0": "tooluse_gym.envs.builder:make_task_env",
+    MULTI_TURN_ID: "tooluse_gym.envs.multi_turn:make_multi_turn_env",
+    SCENARIO_ID: "tooluse_gym.envs.scenario:make_scenario_env",
+    TASKS_ID: "tooluse_gym.envs.builder:make_task_env",
 }
 for _id, _entry_point in _ENV_IDS.items():
     if _id not in registry:

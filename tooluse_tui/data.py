@@ -17,6 +17,7 @@ from typing import Any
 
 from tooluse_agents.jsonl import FileHealth, JsonlFile, parse_object
 from tooluse_agents.records import MetricsRecord, RecordError
+from tooluse_gym.envs.ids import MULTI_TURN_ID
 from tooluse_gym.tasks.known_issues import KnownIssues, load_known_issues
 
 __all__ = ["EpisodeFilter", "EpisodeStore", "EpisodeSummary", "FileHealth", "JsonlFile", "MetricsLog", "select"]
@@ -28,6 +29,11 @@ def known_issues() -> KnownIssues | None:
         return load_known_issues()
     except (OSError, ValueError):
         return None
+
+
+def is_bfcl_run(protocol: Mapping[str, Any]) -> bool:
+    """Whether a protocol card is a run of the BFCL env (`tooluse_gym.envs.MULTI_TURN_ID`), whose clean subset shows."""
+    return protocol.get("env_id") == MULTI_TURN_ID
 
 
 def known_issue(task_id: str) -> Any:

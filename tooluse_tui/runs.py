@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from tooluse_agents.results import CategoryDiff, Disagreement, RunComparison, compare_results, summarize
-from tooluse_tui.data import EpisodeStore, EpisodeSummary, known_issues
+from tooluse_tui.data import EpisodeStore, EpisodeSummary, is_bfcl_run, known_issues
 
-BFCL_ENV_ID = "ToolUse-MultiTurn-v0"
-"""Runs of this env are BFCL runs: their clean subset (tasks not in the known-issues registry) is shown."""
 EPISODES = "episodes.jsonl"
 METRICS = "metrics.jsonl"
 RESULTS = "results.json"
@@ -134,7 +132,7 @@ def load_results(run: Path, summaries: Sequence[EpisodeSummary], store: EpisodeS
             pass
     episodes = [r for r in (store.record(s.line) for s in summaries) if r is not None]
     protocol = (episodes[0].get("protocol") or {}) if episodes else {}
-    registry = known_issues() if protocol.get("env_id") == BFCL_ENV_ID else None
+    registry = known_issues() if is_bfcl_run(protocol) else None
     return {"protocol": protocol, "summary": summarize(episodes, registry)}
 
 
@@ -150,7 +148,7 @@ def compare(
     card_a, card_b = (dict(r.get("protocol") or {}) for r in results)
     keys = [*card_a, *(k for k in card_b if k not in card_a)]
     card = tuple(CardRow(k, card_a.get(k), card_b.get(k)) for k in keys if k != "seed")
-    bfcl = all(c.get("env_id") == BFCL_ENV_ID for c in (card_a, card_b))
+    bfcl = all(is_bfcl_run(c) for c in (card_a, card_b))
     registry = known_issues() if bfcl else None
     episodes = ([_episode(s) for s in summaries[0]], [_episode(s) for s in summaries[1]])
     core = compare_results((results[0].get("summary") or {}, results[1].get("summary") or {}), episodes, registry)

@@ -114,6 +114,35 @@ def _efficiency_v2_rows() -> list[list[str]]:
     return rows
 
 
+def status_lines() -> str:
+    """The docs home page's "where things stand": the pre-registered study's verdicts, one line each."""
+    name = "grpo_efficiency_v2.json"
+    data = _load(name)
+    if data is None:
+        command = "python -m experiments.efficiency_v2 report"
+        return "- GRPO efficiency v2 (pre-registered): " + _not_measured(name, command)
+    seeds, verdicts, targets = data["seeds"], data["verdicts"], data["targets"]
+    learned = verdicts["learned"]
+    gains = ", ".join(f"{v['gain']:+.3f} (p = {v['p']:.2g})" for v in learned["per_seed"].values())
+    lines = [
+        f"- GRPO from the weak warm-start learns (pre-registered study v2, {len(seeds['preregistered'])} seeds, "
+        f"{data['budget_s'] / 60:.0f} min of training per run): vanilla GRPO's held-out reward from "
+        f"{targets['start']:.3f}, gain per seed {gains} (seeds {', '.join(map(str, seeds['complete'])) or 'none'} "
+        f"complete); verdict: {learned['status']} (`{name}`)."
+    ]
+    for arm, v in verdicts["speedup"].items():
+        target, label = v["target"], ARM_LABELS.get(arm, arm)
+        no_loss = verdicts["no_loss"][arm]
+        per_seed = ", ".join(v["per_seed"].values())
+        lines.append(
+            f"- {label[0].upper()}{label[1:]}: reached {target} "
+            f"(held-out {targets[target]:.3f}) {v['geometric_mean']} as fast as vanilla (geometric mean; per seed "
+            f"{per_seed}), final minus vanilla's {no_loss['mean_delta']:+.3f} (mean over seeds); "
+            f"faster: {v['status']}, no loss: {no_loss['status']}."
+        )
+    return "\n".join(lines) + "\n"
+
+
 def headline_table() -> str:
     """The README's results at a glance; superseded studies are on the history page, not here."""
     return _table(["what", "result", "verdict", "file"], _efficiency_v2_rows())

@@ -39,7 +39,7 @@ from tooluse_agents.bfcl_export import (
     step_payload,
 )
 from tooluse_agents.cli import main
-from tooluse_agents.evaluate import EvalConfig, run_eval, select_tasks
+from tooluse_agents.evaluate import EvalConfig, eval_task_ids, run_eval
 from tooluse_agents.records import EpisodeRecord, StepEntry, TurnEntry, read_episodes
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.prompts import json_call_block
@@ -579,7 +579,7 @@ def perturbed(tmp_path_factory, bfcl_evaluate):
     root = base / "bfcl_root"
     exports = {}
     for encoding, limit in PERTURBED.items():
-        run = perturbed_run(base / encoding, encoding, select_tasks(None, limit), (0,))
+        run = perturbed_run(base / encoding, encoding, eval_task_ids(None, limit), (0,))
         export = export_bfcl(run, base / f"export_{encoding}")
         (command,) = export.commands
         shutil.copytree(command.root / "result", root / "result", dirs_exist_ok=True)

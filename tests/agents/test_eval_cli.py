@@ -11,7 +11,7 @@ import pytest
 
 from tooluse_agents.cli import QUIET_ENV, main
 from tooluse_agents.episode import read_episodes
-from tooluse_agents.evaluate import select_tasks
+from tooluse_agents.evaluate import eval_task_ids
 
 
 def run(*args):
@@ -42,7 +42,7 @@ def test_oracle_scores_100_in_every_category(tmp_path, capsys):
 
 
 def test_limit_selects_evenly_spaced_tasks():
-    assert select_tasks(["base"], 4) == [f"multi_turn_base_{i}" for i in (0, 50, 100, 150)]
+    assert eval_task_ids(["base"], 4) == [f"multi_turn_base_{i}" for i in (0, 50, 100, 150)]
 
 
 def test_interrupted_run_resumes_without_redoing_episodes(tmp_path):

@@ -11,11 +11,11 @@ import pytest
 from tests.scripted import END_OF_TURN
 from tooluse_agents.cli import _common, _config
 from tooluse_agents.evaluate import PROTOCOL_KNOBS
-from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL, bfcl_pool, env_factory
+from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL, env_factory
 from tooluse_agents.knob_flags import SWEPT, given_knobs
 from tooluse_gym.envs.builder import TASKS_ENV_ID, TaskPool
 from tooluse_gym.envs.knobs import CHOICES, Knobs, optional_knobs_model
-from tooluse_gym.envs.multi_turn import bfcl_pool as multi_turn_pool
+from tooluse_gym.envs.multi_turn import bfcl_pool
 from tooluse_gym.tasks import bfcl, evenly_spaced
 
 MISS_FUNC_47 = "multi_turn_miss_func_47"
@@ -63,7 +63,7 @@ def test_each_env_id_differs_only_by_its_defaults(tmp_path):
     for env_id, kwargs in [
         ("ToolUse-MultiTurn-v0", {}),
         ("ToolUse-Scenario-v0", {"path": "scenarios/curriculum/heldout.yaml"}),
-        (TASKS_ENV_ID, {"pool": multi_turn_pool("base", ["multi_turn_base_0"])}),
+        (TASKS_ENV_ID, {"pool": bfcl_pool(bfcl.load_bfcl_tasks("base", ["multi_turn_base_0"]), label="base")}),
     ]:
         env = gym.make(env_id, **kwargs)
         cards[env_id] = env.reset(seed=0)[1]["protocol"]

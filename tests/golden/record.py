@@ -139,11 +139,12 @@ def grpo_smoke() -> dict[str, Any]:
 def token_rollout() -> dict[str, Any]:
     """The token-sequence loop (what the TRL adapter's rollout function runs) with scripted writers."""
     from tooluse_agents.grpo.rollouts import before_last_turn
-    from tooluse_agents.grpo.tasks import bfcl_pool, env_factory, prompts_for
+    from tooluse_agents.grpo.tasks import env_factory, prompts_for
     from tooluse_agents.integrations.token_sequences import play
     from tooluse_agents.oracle import END_OF_TURN, OracleAgent
     from tooluse_agents.rollout import RolloutJob
     from tooluse_gym.envs.knobs import Knobs
+    from tooluse_gym.envs.multi_turn import bfcl_pool
     from tooluse_gym.tasks import bfcl
     from tooluse_gym.wrappers.rendered_prompt import load_tokenizer
 

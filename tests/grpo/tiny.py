@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL, bfcl_pool
+from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL
+from tooluse_gym.envs.multi_turn import bfcl_pool
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.task import Task
 from tooluse_gym.types import ToolCall

@@ -26,8 +26,9 @@ import tooluse_gym.tools.bfcl_decoding as bfcl_decoding
 import tooluse_gym.tools.parsing as parsing
 from tooluse_gym.checker import _missing
 from tooluse_gym.tools import call_strings
+from tooluse_gym.tools.binding import bound_arguments
 from tooluse_gym.tools.call_lists import certain_syntax_error, read_call_list
-from tooluse_gym.tools.runtime import bound_arguments, stringify_result
+from tooluse_gym.tools.runtime import stringify_result
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tooluse_agents.base import AgentError, AgentRequest, Generation, SamplingConfig, request_seed  # noqa: E402
-from tooluse_agents.evaluate import EvalConfig, run_eval, select_tasks  # noqa: E402
+from tooluse_agents.evaluate import EvalConfig, eval_task_ids, run_eval  # noqa: E402
 from tooluse_agents.oracle import OracleAgent  # noqa: E402
 from tooluse_gym.envs.knobs import Knobs  # noqa: E402
 
@@ -127,7 +127,7 @@ def write_run(name: str, behaviours: Sequence[str], protocol: dict[str, Any], th
     config = EvalConfig(
         agent="oracle", categories=CATEGORIES, limit=2, seeds=(0, 1), protocol=Knobs(**protocol), num_envs=4
     )
-    episodes = [(t, s) for s in config.seeds for t in select_tasks(CATEGORIES, 2)]
+    episodes = [(t, s) for s in config.seeds for t in eval_task_ids(CATEGORIES, 2)]
     plan = {key: behaviours[i % len(behaviours)] for i, key in enumerate(episodes)}
     run_eval(config, out, agent=ScriptedAgent(plan, think), progress=False)
     for extra in ("report.md", "accuracy.png"):

@@ -10,7 +10,7 @@ with no ground-truth calls are not checked, so they make no next-turn prompt.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,9 +19,8 @@ import gymnasium as gym
 import tooluse_gym  # noqa: F401  (registers the env ids)
 from tooluse_gym.envs.builder import TASKS_ENV_ID, TaskPool
 from tooluse_gym.envs.knobs import Knobs
+from tooluse_gym.envs.multi_turn import bfcl_pool
 from tooluse_gym.envs.sources import SOURCE_KINDS, TURN_SEPARATOR, next_turn_prompts, next_turn_task, source_pool
-from tooluse_gym.tasks import bfcl
-from tooluse_gym.tasks.task import Task
 
 MODES = ("next_turn", "episode")
 __all__ = [
@@ -91,11 +90,6 @@ error: a denser signal for a small model). A config's ``protocol:`` block change
 def load_pool(source: TaskSource) -> TaskPool:
     """Load a task source (its `keep_list` is applied to the prompts: `tooluse_agents.grpo.prefilter`)."""
     return source_pool(source.spec())
-
-
-def bfcl_pool(tasks: Sequence[Task], label: str = "bfcl") -> TaskPool:
-    """Tasks that run on the BFCL simulators (BFCL entries or hand-built tasks)."""
-    return TaskPool(tuple(tasks), bfcl.backend_classes(), bfcl.stateless_backends(), bfcl.HOOKS, label)
 
 
 def prompts_for(pool: TaskPool, mode: str) -> TaskPool:

@@ -28,16 +28,17 @@ import gymnasium as gym
 
 from tooluse_agents.base import request_seed
 from tooluse_agents.openai_agent import openai_messages
+from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID
 from tooluse_gym.envs.tool_env import task_ids
 
-CHAT_ENV_IDS = ("ToolUse-MultiTurn-v0", "ToolUse-Scenario-v0")
+CHAT_ENV_IDS = (MULTI_TURN_ID, SCENARIO_ID)
 """The env ids an adapter can build from JSON-able settings (``ToolUse-Tasks-v0`` takes a `TaskPool` object)."""
 
 __all__ = ["CHAT_ENV_IDS", "ChatEpisode", "ChatView", "action_from_chat", "make_chat_env", "task_ids_of"]
 
 
 def make_chat_env(
-    env_id: str = "ToolUse-MultiTurn-v0",
+    env_id: str = MULTI_TURN_ID,
     *,
     category: str | None = None,
     scenario_path: Sequence[str] = (),
@@ -61,13 +62,13 @@ def make_chat_env(
         ValueError: An unknown env id, or settings that belong to the other env id.
     """
     ids = list(task_ids) if task_ids is not None else None
-    if env_id == "ToolUse-MultiTurn-v0":
+    if env_id == MULTI_TURN_ID:
         if scenario_path:
             raise ValueError("scenario_path is for ToolUse-Scenario-v0; ToolUse-MultiTurn-v0 plays BFCL's tasks")
         if category is None:
             category = "all" if ids else "base"
         return gym.make(env_id, category=category, task_ids=ids, **knobs)
-    if env_id == "ToolUse-Scenario-v0":
+    if env_id == SCENARIO_ID:
         if not scenario_path:
             raise ValueError("ToolUse-Scenario-v0 needs scenario_path (scenario files or folders)")
         return gym.make(env_id, path=[str(p) for p in scenario_path], task_ids=ids, **knobs)

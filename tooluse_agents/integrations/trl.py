@@ -50,10 +50,11 @@ from tooluse_agents.base import AgentRequest, Generation, SamplingConfig
 from tooluse_agents.grpo.rollouts import job_seed
 from tooluse_agents.integrations.token_sequences import PREFIX_BREAK_MODES, EpisodeTokens, play
 from tooluse_agents.rollout import RolloutJob
+from tooluse_gym.envs import MULTI_TURN_ID
 from tooluse_gym.envs.knobs import check_choice
 from tooluse_gym.envs.tool_env import task_ids as env_task_ids
 
-ENV_ID = "ToolUse-MultiTurn-v0"
+ENV_ID = MULTI_TURN_ID
 TESTED_TRL_VERSION = "1.16.0"
 """The TRL release this adapter targets: the ``trl`` extra pins it, and its test runs against it."""
 

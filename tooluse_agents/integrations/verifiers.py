@@ -39,6 +39,7 @@ import gymnasium as gym
 from pydantic import Field, model_validator
 
 from tooluse_agents.integrations.chat_episode import CHAT_ENV_IDS, ChatEpisode, ChatView, make_chat_env, task_ids_of
+from tooluse_gym.envs import MULTI_TURN_ID
 from tooluse_gym.envs.knobs import Knobs, optional_knobs_model
 from tooluse_gym.errors import DependencyNotInstalled
 
@@ -99,7 +100,7 @@ class KnobsConfig(_KnobFields):  # type: ignore[misc,valid-type]
 class ToolUseTasksetConfig(vf.TasksetConfig):
     """Which env, which of its tasks, and its protocol (``--env.taskset.*``)."""
 
-    env_id: str = "ToolUse-MultiTurn-v0"
+    env_id: str = MULTI_TURN_ID
     """``ToolUse-MultiTurn-v0`` (BFCL) | ``ToolUse-Scenario-v0`` (scenario files)."""
     category: str | None = None
     """BFCL category: ``base`` | ``miss_func`` | ``miss_param`` | ``long_context`` | ``all``. Unset:
@@ -346,7 +347,7 @@ def to_chat_message(message: vf.AssistantMessage) -> dict[str, Any]:
 
 
 def load_environment(
-    env_id: str = "ToolUse-MultiTurn-v0",
+    env_id: str = MULTI_TURN_ID,
     *,
     category: str | None = None,
     scenario_path: str | Sequence[str] = (),

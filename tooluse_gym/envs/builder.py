@@ -14,6 +14,7 @@ from typing import Any
 import gymnasium as gym
 
 from tooluse_gym import __version__
+from tooluse_gym.envs.ids import TASKS_ID
 from tooluse_gym.envs.knobs import ENV_DEFAULTS, Knobs
 from tooluse_gym.envs.tool_env import EnvConfig, ToolUseEnv
 from tooluse_gym.protocol import ProtocolCard
@@ -22,7 +23,7 @@ from tooluse_gym.tasks.task import Task
 from tooluse_gym.tools.runtime import BackendHooks
 from tooluse_gym.wrappers import ContextTemplate, ReasoningHistory, RenderedPrompt, SystemPrompt, ToolResultPlacement
 
-TASKS_ENV_ID = "ToolUse-Tasks-v0"
+TASKS_ENV_ID = TASKS_ID
 TASKS_DEFAULTS = ENV_DEFAULTS[TASKS_ENV_ID]
 """`ToolUse-Tasks-v0`'s defaults: tasks of your own have no official score to match (see the scenario env)."""
 

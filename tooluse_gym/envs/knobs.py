@@ -19,6 +19,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
+from tooluse_gym.envs.ids import MULTI_TURN_ID, SCENARIO_ID, TASKS_ID
 from tooluse_gym.prompts import SYSTEM_PROMPTS, SystemPromptSpec, system_prompt_spec
 from tooluse_gym.protocol import MAX_STEPS_PER_TURN, sha256_text
 
@@ -156,11 +157,11 @@ class Knobs:
 ENV_DEFAULTS: Mapping[str, Knobs] = MappingProxyType(
     {
         # BFCL's own protocol: its prompt, Python calls, decoded and executed exactly as bfcl_eval does
-        "ToolUse-MultiTurn-v0": Knobs(),
+        MULTI_TURN_ID: Knobs(),
         # tasks of your own have no official score to match, and training gets a denser signal when
         # each malformed call is answered with its own error
-        "ToolUse-Scenario-v0": Knobs(decoder="lenient"),
-        "ToolUse-Tasks-v0": Knobs(decoder="lenient"),
+        SCENARIO_ID: Knobs(decoder="lenient"),
+        TASKS_ID: Knobs(decoder="lenient"),
     }
 )
 """Each env id's knob defaults: the env ids differ only in their tasks and in these."""

@@ -8,22 +8,21 @@ from typing import Any
 import gymnasium as gym
 
 from tooluse_gym.envs.builder import TaskPool, build_env
+from tooluse_gym.envs.ids import MULTI_TURN_ID
 from tooluse_gym.envs.knobs import ENV_DEFAULTS, TOOL_FORMATS
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.known_issues import registry_version
+from tooluse_gym.tasks.task import Task
 
-ENV_ID = "ToolUse-MultiTurn-v0"
+ENV_ID = MULTI_TURN_ID
 DEFAULTS = ENV_DEFAULTS[ENV_ID]
 """BFCL's own protocol: its prompt, Python calls, decoded and executed exactly as bfcl_eval does."""
 __all__ = ["DEFAULTS", "ENV_ID", "TOOL_FORMATS", "bfcl_pool", "make_multi_turn_env"]
 
 
-def bfcl_pool(category: str = "base", task_ids: Sequence[str] | None = None) -> TaskPool:
-    """BFCL multi-turn entries (one category or ``all``) with the BFCL simulators."""
-    if category != "all":
-        bfcl.normalize_category(category)
-    tasks = bfcl.load_bfcl_tasks(category, task_ids)
-    return TaskPool(tuple(tasks), bfcl.backend_classes(), bfcl.stateless_backends(), bfcl.HOOKS, category)
+def bfcl_pool(tasks: Sequence[Task], label: str = "bfcl") -> TaskPool:
+    """Tasks that run on the BFCL simulators (BFCL entries or hand-built tasks); `label` is the card's category."""
+    return TaskPool(tuple(tasks), bfcl.backend_classes(), bfcl.stateless_backends(), bfcl.HOOKS, label)
 
 
 def make_multi_turn_env(
@@ -47,7 +46,7 @@ def make_multi_turn_env(
     """
     resolved = DEFAULTS.with_defaults(**knobs)
     return build_env(
-        bfcl_pool(category, task_ids),
+        bfcl_pool(bfcl.load_bfcl_tasks(category, task_ids), label=category),
         resolved,
         env_id=ENV_ID,
         render_mode=render_mode,

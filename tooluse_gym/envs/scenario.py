@@ -9,39 +9,22 @@ from typing import Any
 import gymnasium as gym
 
 from tooluse_gym.envs.builder import TaskPool, build_env
+from tooluse_gym.envs.ids import SCENARIO_ID
 from tooluse_gym.envs.knobs import ENV_DEFAULTS
 from tooluse_gym.tasks.scenario import ScenarioSet, load_scenario_set
-from tooluse_gym.tasks.task import Task
+from tooluse_gym.tasks.selection import select_tasks
 
-ENV_ID = "ToolUse-Scenario-v0"
+ENV_ID = SCENARIO_ID
 DEFAULTS = ENV_DEFAULTS[ENV_ID]
 """Scenario tasks have no official score to match, and training gets a denser signal when each
 malformed call is answered with its own error; ``decoder="bfcl"`` decodes exactly as bfcl_eval does."""
-
-
-def select(scenarios: ScenarioSet, task_ids: Sequence[str] | None, categories: Sequence[str] | None) -> list[Task]:
-    """The scenario set's tasks, restricted to `task_ids` (in that order) and/or `categories`."""
-    tasks = list(scenarios.tasks)
-    if categories is not None:
-        known = sorted({t.category for t in tasks})
-        unknown = [c for c in categories if c not in known]
-        if unknown:
-            raise ValueError(f"unknown categories {unknown}; these files have {known}")
-        tasks = [t for t in tasks if t.category in set(categories)]
-    if task_ids is not None:
-        by_id = {t.task_id: t for t in tasks}
-        missing = [i for i in task_ids if i not in by_id]
-        if missing:
-            raise ValueError(f"unknown task ids: {missing[:5]}")
-        tasks = [by_id[i] for i in task_ids]
-    return tasks
 
 
 def scenario_pool(
     scenarios: ScenarioSet, task_ids: Sequence[str] | None = None, categories: Sequence[str] | None = None
 ) -> TaskPool:
     """A scenario set's tasks (optionally restricted) with its backends."""
-    tasks = select(scenarios, task_ids, categories)
+    tasks = select_tasks(scenarios.tasks, categories=categories, task_ids=task_ids)
     label = ",".join(categories) if categories else "all"
     return TaskPool(tuple(tasks), scenarios.classes(), scenarios.stateless(), scenarios.hooks(), label)
 

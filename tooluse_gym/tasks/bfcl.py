@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import importlib
-import inspect
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -24,6 +23,7 @@ from typing import Any
 
 from tooluse_gym.errors import DependencyNotInstalled, TaskLoadError
 from tooluse_gym.tasks.task import Task
+from tooluse_gym.tools.binding import call_arguments
 from tooluse_gym.tools.parsing import parse_call_string
 from tooluse_gym.tools.runtime import BackendHooks, copy_state
 from tooluse_gym.tools.schemas import DocCache
@@ -145,10 +145,7 @@ def _keyword_call(call: ToolCall, classes: list[type]) -> ToolCall:
     owner = next((c for c in classes if callable(getattr(c, call.name, None))), None)
     if owner is None:
         raise ValueError(f"no involved class defines {call.name}")
-    bound = inspect.signature(getattr(owner, call.name)).bind(None, *call.positional, **call.arguments)
-    arguments = dict(bound.arguments)
-    arguments.pop(next(iter(arguments)))  # self
-    return ToolCall(name=call.name, arguments=arguments)
+    return ToolCall(name=call.name, arguments=call_arguments(owner, call))
 
 
 _DOC_POOL: dict[str, Mapping[str, Any]] = {}

@@ -24,7 +24,6 @@ scenario's own initial state.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ import yaml
 
 from tooluse_gym.errors import TaskLoadError
 from tooluse_gym.tasks.task import Task
+from tooluse_gym.tools.binding import call_arguments
 from tooluse_gym.tools.parsing import parse_call_string
 from tooluse_gym.tools.registry import ToolBackend, combined_hooks, get_backend
 from tooluse_gym.tools.runtime import BackendHooks, ToolRuntime
@@ -255,11 +255,9 @@ def _call(raw: Any, field: str, fail) -> ToolCall:
 def _bind(call: ToolCall, cls: type, field: str, fail) -> ToolCall:
     """Positional arguments bound to parameter names; unknown parameters refused."""
     try:
-        bound = inspect.signature(getattr(cls, call.name)).bind(None, *call.positional, **call.arguments)
+        arguments = call_arguments(cls, call, bind_keywords=True)
     except TypeError as e:
         raise fail(f"{field}.arguments", "invalid_arguments", str(e)) from None
-    arguments = dict(bound.arguments)
-    arguments.pop(next(iter(arguments)))  # self
     return ToolCall(name=call.name, arguments=arguments)
 
 

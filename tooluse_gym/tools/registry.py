@@ -26,7 +26,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from tooluse_gym.tools.runtime import STATE_LOADER, BackendHooks
+from tooluse_gym.tools.binding import STATE_LOADER, public_methods
+from tooluse_gym.tools.runtime import BackendHooks
 
 ENTRY_POINT_GROUP = "tooluse_gym.tools"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -169,15 +170,6 @@ def _make_backend(name: str, cls: type, docs: Any, *, source: str) -> ToolBacken
             raise ValueError(f"backend {name!r}: doc for {doc['name']!r}, not a public method of {cls.__name__}")
     stateless = not (hasattr(cls, STATE_LOADER) or hasattr(cls, "_load_scenario"))
     return ToolBackend(name, cls, loaded, stateless, None, source=source)
-
-
-def public_methods(cls: type) -> tuple[str, ...]:
-    """Names of the callable public attributes of `cls` (the functions a model may call)."""
-    return tuple(
-        name
-        for name, value in inspect.getmembers(cls)
-        if not name.startswith("_") and name != STATE_LOADER and inspect.isfunction(value)
-    )
 
 
 def load_docs_file(path: Path) -> tuple[Mapping[str, Any], ...]:

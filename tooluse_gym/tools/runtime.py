@@ -16,17 +16,15 @@ before every call, because simulators may mutate the lists they are given.
 from __future__ import annotations
 
 import copy
-import inspect
 import json
 import marshal
-import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from tooluse_gym.tasks.task import Task
+from tooluse_gym.tools.binding import bound_arguments, call_arguments, public_methods
 from tooluse_gym.tools.call_strings import plain_call, run_call_string, run_plain_call
 from tooluse_gym.tools.schemas import validation_error
 from tooluse_gym.tools.snapshots import InstanceSnapshots
@@ -71,69 +69,6 @@ class CallRecord:
     call: ToolCall
     result: str
     executed: bool
-
-
-STATE_LOADER = "load_state"
-"""The public method through which a user backend receives its initial state (never callable by a model)."""
-
-
-@cache
-def _public_methods(cls: type[object]) -> tuple[str, ...]:
-    """Public method names, as BFCL's executor maps them (bound methods not starting with _)."""
-    instance = cls.__new__(cls)
-    return tuple(
-        name
-        for name, _ in inspect.getmembers(instance, predicate=inspect.ismethod)
-        if not name.startswith("_") and name != STATE_LOADER
-    )
-
-
-@cache
-def _signature(cls: type, name: str) -> inspect.Signature:
-    return inspect.signature(getattr(cls, name))
-
-
-class _Binder:
-    """A method's signature, and what binding keyword arguments to it needs (None: bind in full)."""
-
-    __slots__ = ("names", "required", "signature")
-
-    def __init__(self, signature: inspect.Signature):
-        self.signature = signature
-        params = signature.parameters.values()
-        plain = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params)
-        self.names = tuple(p.name for p in params) if plain else None
-        self.required = frozenset(p.name for p in params if p.default is p.empty) if plain else frozenset()
-
-
-_BINDERS: dict[Any, _Binder] = {}
-
-
-def _binder(method: Any) -> _Binder:
-    """The binder of ``inspect.signature(method)``, made once per function for bound methods of plain functions."""
-    func = getattr(method, "__func__", None)
-    if type(method) is not types.MethodType or type(func) is not types.FunctionType:
-        return _Binder(inspect.signature(method))
-    binder = _BINDERS.get(func)
-    if binder is None:
-        binder = _BINDERS[func] = _Binder(inspect.signature(method))
-    return binder
-
-
-def bound_arguments(method: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``inspect.signature(method).bind(*args, **kwargs).arguments``; raises its TypeError.
-
-    Keyword arguments alone, to a signature of ordinary parameters, bind to themselves in
-    parameter order when they name only parameters and every parameter without a default:
-    that case skips `inspect`'s general binding.
-    """
-    binder = _binder(method)
-    names = binder.names
-    if not args and names is not None and binder.required <= kwargs.keys() and len(kwargs) <= len(names):
-        bound = {name: kwargs[name] for name in names if name in kwargs}
-        if len(bound) == len(kwargs):
-            return bound
-    return binder.signature.bind(*args, **kwargs).arguments
 
 
 def stringify_result(result: Any) -> str:
@@ -329,7 +264,7 @@ class ToolRuntime:
                 if snapshots is not None and stateful:
                     snapshots.take(task, backend, instance)
             self.instances[backend] = instance
-            methods = _public_methods(cls)
+            methods = public_methods(cls)
             if not self._owner.keys().isdisjoint(methods):
                 for name in methods:
                     if name in self._owner and self._owner[name] != backend:
@@ -424,15 +359,7 @@ class ToolRuntime:
 
     @staticmethod
     def _bind(cls: type, call: ToolCall) -> dict[str, Any]:
-        if not call.positional:
-            return dict(call.arguments)
-        bound = _signature(cls, call.name).bind(None, *call.positional, **call.arguments)
-        arguments = dict(bound.arguments)
-        arguments.pop(next(iter(arguments)))  # self
-        for name, param in _signature(cls, call.name).parameters.items():
-            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) and name in arguments:
-                raise TypeError("variadic parameters cannot be bound by position")
-        return arguments
+        return call_arguments(cls, call, refuse_variadic=True)
 
     def _validation_doc(self, name: str) -> Mapping[str, Any] | None:
         """The (relaxed) doc of `name`: the task's last doc of that name, as a name -> doc dict would keep."""

@@ -1,0 +1,11 @@
+"""The registered env ids, defined once; import them rather than retyping the strings.
+
+No imports at all: every layer can import them (the TUI's run files name the BFCL env by it).
+"""
+
+MULTI_TURN_ID = "ToolUse-MultiTurn-v0"
+"""BFCL multi-turn (`tooluse_gym.envs.multi_turn`)."""
+SCENARIO_ID = "ToolUse-Scenario-v0"
+"""Tasks from scenario files (`tooluse_gym.envs.scenario`)."""
+TASKS_ID = "ToolUse-Tasks-v0"
+"""Any `tooluse_gym.envs.builder.TaskPool` (`tooluse_gym.envs.builder`)."""
