@@ -8,7 +8,6 @@ with `error` set, never raised: the rollout loop records it on the episode.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -146,15 +145,6 @@ class StreamingAgent(Agent, Protocol):
     def collect(self) -> list[tuple[Hashable, Generation]]:
         """Block until at least one submitted request is done; return every one that is (nothing in flight: [])."""
         ...
-
-
-def request_seed(run_seed: int, task_id: str, turn: int, step: int) -> int:
-    """A per-request seed that depends only on the run seed and the request's place in its episode.
-
-    Results therefore do not depend on which other requests share a batch.
-    """
-    digest = hashlib.sha256(f"{run_seed}/{task_id}/{turn}/{step}".encode()).digest()
-    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
 def chat_prompt(tokenizer: Any, observation: Mapping[str, Any]) -> str:

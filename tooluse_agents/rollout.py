@@ -35,9 +35,9 @@ from tooluse_agents.base import (
     Generation,
     SamplingConfig,
     StreamingAgent,
-    request_seed,
 )
 from tooluse_agents.episode import StepCost, episode_record
+from tooluse_agents.seeding import derive_seed
 
 SCHEDULES = ("auto", "async", "lockstep")
 
@@ -86,7 +86,7 @@ def request_for(
     turn, steps = info["turn"], info["steps_in_turn"]
     return AgentRequest(
         observation=observation,
-        seed=request_seed(seed, task.task_id, turn, steps),
+        seed=derive_seed(seed, task.task_id, turn, steps),
         task=task,
         turn=turn,
         steps_in_turn=steps,

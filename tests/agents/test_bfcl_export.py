@@ -25,7 +25,7 @@ import sys
 
 import pytest
 
-from tooluse_agents.base import AgentError, Generation, SamplingConfig, request_seed
+from tooluse_agents.base import AgentError, Generation, SamplingConfig
 from tooluse_agents.bfcl_export import (
     BFCL_EVALUATOR_PACKAGES,
     ExportError,
@@ -41,6 +41,7 @@ from tooluse_agents.bfcl_export import (
 from tooluse_agents.cli import main
 from tooluse_agents.evaluate import EvalConfig, eval_task_ids, run_eval
 from tooluse_agents.records import EpisodeRecord, StepEntry, TurnEntry, read_episodes
+from tooluse_agents.seeding import derive_seed
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.prompts import json_call_block
 from tooluse_gym.types import ToolCall
@@ -518,7 +519,7 @@ class PerturbedOracle:
 
     def reply(self, request):
         task, turn, steps = request.task, request.turn, request.steps_in_turn
-        seed = next(s for s in self.seeds if request_seed(s, task.task_id, turn, steps) == request.seed)
+        seed = next(s for s in self.seeds if derive_seed(s, task.task_id, turn, steps) == request.seed)
         kind = self.kinds[(task.task_id, seed)]
         first = next((t for t, calls in enumerate(task.ground_truth) if calls), None)
         if kind == "agent_error" and turn == min(1, task.num_turns - 1) and steps == 0:

@@ -8,7 +8,8 @@ import random
 from tooluse_agents.grpo.advantages import ALL_WRONG
 from tooluse_agents.grpo.filtering import FilterConfig, PromptFilter
 from tooluse_agents.grpo.greso import ZeroVarianceConfig, ZeroVarianceFilter, draw
-from tooluse_agents.grpo.plan import EpochCounts, EpochPlan, _mix
+from tooluse_agents.grpo.plan import EpochCounts, EpochPlan
+from tooluse_agents.seeding import derive_seed
 
 IDS = [f"p{i}" for i in range(7)]
 
@@ -27,7 +28,7 @@ def _old_trainer_plan(config: FilterConfig, seed: int, epochs: int, size: int):
             while epoch < epochs:
                 epoch += 1
                 active, skipped = f.start_epoch(IDS)
-                plan = random.Random(_mix(seed, "epoch", epoch)).sample(active, len(active))
+                plan = random.Random(derive_seed(seed, "epoch", epoch, bits=64)).sample(active, len(active))
                 counts = (len(active), len(skipped))
                 if plan:
                     break
@@ -67,7 +68,7 @@ def test_zero_variance_decides_at_draw_and_counts_skips_by_kind():
     assert plan.counts == EpochCounts(active=7)  # nothing observed yet: nothing skipped
     for pid in IDS:
         f.observe(pid, _rewards(1, pid))
-    order = random.Random(_mix(2, "epoch", 2)).sample(IDS, len(IDS))
+    order = random.Random(derive_seed(2, "epoch", 2, bits=64)).sample(IDS, len(IDS))
     kept = [p for p in order if f.run_kind(p) is None or draw(2, 2, p) >= 0.5]  # runs of 1: kept with 0.5
     skipped = [p for p in order if p not in kept]
     assert skipped  # the check is not vacuous

@@ -8,10 +8,11 @@ import pytest
 from tests.grpo.tiny import PROTOCOL, pool
 from tooluse_agents.base import SamplingConfig
 from tooluse_agents.grpo.config import load_config
-from tooluse_agents.grpo.rollouts import Rollout, ScriptedTurns, before_last_turn, job_seed, play_groups
+from tooluse_agents.grpo.rollouts import Rollout, ScriptedTurns, before_last_turn, play_groups
 from tooluse_agents.grpo.screen import ScreenConfig, passes, play_screened
 from tooluse_agents.grpo.tasks import env_factory, prompts_for
 from tooluse_agents.oracle import OracleAgent
+from tooluse_agents.seeding import derive_seed
 
 REWARDS = {  # member rewards of each prompt's group of 6
     "mixed_early": [1, 0, 1, 1, 0, 0],
@@ -97,4 +98,4 @@ def test_members_played_in_parts_have_the_seeds_of_the_whole_group():
     whole, first, rest = play(), play(range(2)), play(range(2, 4))
     assert [r.member for r in first + rest] == [0, 1, 2, 3]
     assert [r.record["seed"] for r in first + rest] == [r.record["seed"] for r in whole]
-    assert [r.record["seed"] for r in whole] == [job_seed(3, 7, "add_2_3@turn1", m) for m in range(4)]
+    assert [r.record["seed"] for r in whole] == [derive_seed("grpo", 3, 7, "add_2_3@turn1", m) for m in range(4)]

@@ -28,9 +28,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tooluse_agents.base import AgentError, AgentRequest, Generation, SamplingConfig, request_seed  # noqa: E402
+from tooluse_agents.base import AgentError, AgentRequest, Generation, SamplingConfig  # noqa: E402
 from tooluse_agents.evaluate import EvalConfig, eval_task_ids, run_eval  # noqa: E402
 from tooluse_agents.oracle import OracleAgent  # noqa: E402
+from tooluse_agents.seeding import derive_seed  # noqa: E402
 from tooluse_gym.envs.knobs import Knobs  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -96,7 +97,7 @@ class ScriptedAgent:
 
 def _matches(request: AgentRequest, task_id: str, seed: int) -> bool:
     """Whether `request` belongs to the episode of `task_id` played with run seed `seed`."""
-    return request.seed == request_seed(seed, task_id, request.turn, request.steps_in_turn)
+    return request.seed == derive_seed(seed, task_id, request.turn, request.steps_in_turn)
 
 
 def _bend(call: Any) -> Any:

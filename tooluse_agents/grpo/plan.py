@@ -11,7 +11,6 @@ depends on the rank: every rank holds the same plan.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import Any
 
 from tooluse_agents.grpo.advantages import ALL_WRONG
 from tooluse_agents.grpo.filtering import PromptSelector
+from tooluse_agents.seeding import derive_seed
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,8 @@ class EpochPlan:
                 self.ended = (self.epoch, self.counts)
             self.epoch += 1
             active, skipped = self.selector.start_epoch(self.prompt_ids)
-            self.order = random.Random(_mix(self.seed, "epoch", self.epoch)).sample(active, len(active))
+            seed = derive_seed(self.seed, "epoch", self.epoch, bits=64)
+            self.order = random.Random(seed).sample(active, len(active))
             self.counts = EpochCounts(active=0 if self.selector.decides_at_draw else len(active))
             for pid in skipped:
                 self._count_skip(pid)
@@ -146,7 +147,3 @@ class EpochPlan:
         self.counts = EpochCounts(active, correct, wrong)
         ended = state.get("ended_epoch")
         self.ended = None if ended is None else (int(ended[0]), EpochCounts(*ended[1:]))
-
-
-def _mix(*parts: object) -> int:
-    return int.from_bytes(hashlib.sha256("/".join(map(str, parts)).encode()).digest()[:8], "little")

@@ -11,7 +11,7 @@ mostly all-wrong ones. Here the samples are the prompts a training config trains
 source, ``grpo.mode`` and protocol, so the ids match), each played `samples` times by an agent
 (``--agent hf|vllm|openai|oracle``) with the config's rollout sampling (``rollout.temperature``,
 ``top_p``, ``max_tokens``); a prompt is kept when at least `min_correct` of its rollouts are
-correct. Rollout seeds are ``job_seed(seed, 0, prompt, member)`` (training steps count from 1).
+correct. Rollout seeds are ``derive_seed("grpo", seed, 0, prompt, member)`` (training steps count from 1).
 
 The output (YAML, or JSON when the name ends in ``.json``) holds the settings (agent, task source,
 mode, protocol card, sampling, seed), the counts, each prompt's number of correct rollouts and the

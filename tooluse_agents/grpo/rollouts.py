@@ -9,7 +9,6 @@ carry no tokens and no loss.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,8 +18,9 @@ import gymnasium as gym
 from tooluse_agents.base import Agent, Generation, SamplingConfig
 from tooluse_agents.rollout import Episode, RolloutJob, run_rollouts
 from tooluse_agents.scripted import ScriptedTurns, before_last_turn
+from tooluse_agents.seeding import derive_seed
 
-__all__ = ["Rollout", "ScriptedTurns", "StepTokens", "before_last_turn", "job_seed", "play_groups", "policy_steps"]
+__all__ = ["Rollout", "ScriptedTurns", "StepTokens", "before_last_turn", "play_groups", "policy_steps"]
 
 
 @dataclass(frozen=True)
@@ -55,12 +55,6 @@ class Rollout:
         return sum(len(s.completion_ids) for s in self.steps)
 
 
-def job_seed(seed: int, step: int, prompt_id: str, member: int) -> int:
-    """The seed of one group member's episode: distinct per (training seed, step, prompt, member)."""
-    digest = hashlib.sha256(f"grpo/{seed}/{step}/{prompt_id}/{member}".encode()).digest()
-    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
-
-
 def policy_steps(episode: Episode) -> tuple[StepTokens, ...]:
     """The policy's messages of one episode, in order, with their tokens (scripted and failed ones carry none)."""
     steps = []
@@ -90,12 +84,13 @@ def play_groups(
     """Play `group_size` rollouts of every prompt; returns each prompt's group ordered by member.
 
     `members` plays only those members of each group (default: all, ``range(group_size)``); a
-    member's seed is the same either way (`job_seed`), so a group played in parts is the group.
+    member's seed is the same either way (``derive_seed("grpo", seed, step, prompt, member)``), so a
+    group played in parts is the group.
     """
     jobs, owner = [], {}
     for pid in prompt_ids:
         for member in range(group_size) if members is None else members:
-            job = RolloutJob(pid, job_seed(seed, step, pid, member))
+            job = RolloutJob(pid, derive_seed("grpo", seed, step, pid, member))
             owner[(pid, job.seed)] = member
             jobs.append(job)
     episodes = run_rollouts(

@@ -18,7 +18,7 @@ A step here:
 3. Members ``members .. n-1`` of the prompts that passed are rolled out (a second call), and those
    groups are trained on whole, as without screening.
 
-Every member samples with ``job_seed(seed, step, prompt, member)``, the seed it has without
+Every member samples with ``derive_seed("grpo", seed, step, prompt, member)``, the seed it has without
 screening, so a kept group is exactly the group an unscreened run plays, and screening changes
 only which groups are trained on (with the vLLM engine, which seeds each request; the hf engine
 seeds a batch as a whole, so there this holds with ``rollout.num_envs: 1``, as on several ranks).

@@ -26,8 +26,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from tooluse_agents.base import request_seed
 from tooluse_agents.openai_agent import openai_messages
+from tooluse_agents.seeding import derive_seed
 from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID
 from tooluse_gym.envs.tool_env import task_ids
 
@@ -211,7 +211,7 @@ class ChatEpisode:
     def _view(self, obs: Mapping[str, Any], info: Mapping[str, Any], new: list[dict[str, Any]]) -> ChatView:
         seed = None
         if self.seed is not None:
-            seed = request_seed(self.seed, self.task_id, info["turn"], info["steps_in_turn"])
+            seed = derive_seed(self.seed, self.task_id, info["turn"], info["steps_in_turn"])
         return ChatView(
             messages=openai_messages(obs["messages"]),
             tools=[dict(t) for t in obs["tools"]],

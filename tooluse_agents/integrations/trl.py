@@ -47,9 +47,9 @@ from typing import Any, TypeAlias
 import gymnasium as gym
 
 from tooluse_agents.base import AgentRequest, Generation, SamplingConfig
-from tooluse_agents.grpo.rollouts import job_seed
 from tooluse_agents.integrations.token_sequences import PREFIX_BREAK_MODES, EpisodeTokens, play
 from tooluse_agents.rollout import RolloutJob
+from tooluse_agents.seeding import derive_seed
 from tooluse_gym.envs import MULTI_TURN_ID
 from tooluse_gym.envs.knobs import check_choice
 from tooluse_gym.envs.tool_env import task_ids as env_task_ids
@@ -294,7 +294,7 @@ class EnvRollout:
         task_ids = [_task_id(p) for p in prompts]
         offset = trainer.accelerator.process_index * len(prompts)
         jobs = [
-            RolloutJob(task_id, job_seed(trainer.args.seed, self._calls, task_id, offset + i))
+            RolloutJob(task_id, derive_seed("grpo", trainer.args.seed, self._calls, task_id, offset + i))
             for i, task_id in enumerate(task_ids)
         ]
         self._calls += 1
