@@ -39,6 +39,9 @@ from pathlib import Path
 import gymnasium as gym
 
 import tooluse_gym  # noqa: F401
+from tooluse_agents.backends import BackendSpec, make_agent
+from tooluse_agents.base import SamplingConfig
+from tooluse_agents.rollout import RolloutJob, run_rollouts
 from tooluse_gym.envs import MULTI_TURN_ID
 from tooluse_gym.tasks import bfcl
 
@@ -93,20 +96,18 @@ def _make_envs(decoder: str) -> dict[str, gym.Env]:
 
 
 def oracle_scripts(task_ids: list[str]) -> dict[str, list[str]]:
-    """The oracle's messages for every task (the same under both decoders), written once, before timing."""
-    envs, scripts = _make_envs("bfcl"), {}
-    for task_id in task_ids:
-        env = envs[_category(task_id)]
-        _, start = env.reset(seed=0, options={"task_id": task_id})
-        task, tool_format, info = start["task"], start["protocol"]["tool_format"], start
-        messages: list[str] = []
-        done = False
-        while not done:
-            messages.append(task.reference_message(info["turn"], info["steps_in_turn"], tool_format))
-            _, _, terminated, truncated, info = env.step(messages[-1])
-            done = terminated or truncated
-        scripts[task_id] = messages
-    return scripts
+    """The oracle's messages for every task (the same under both decoders): played once on the loop, before timing."""
+    jobs = [RolloutJob(task_id, 0) for task_id in task_ids]
+
+    def make_env() -> gym.Env:
+        return gym.make(MULTI_TURN_ID, category="all", decoder="bfcl")
+
+    oracle = make_agent(BackendSpec(backend="oracle"))
+    episodes = run_rollouts(make_env, oracle, jobs, sampling=SamplingConfig(), num_envs=1, schedule="lockstep")
+    return {
+        e.record["task_id"]: [step["assistant"] for turn in e.record["turns"] for step in turn["steps"]]
+        for e in episodes
+    }
 
 
 def _ours(decoder: str, fresh_envs: bool, scripts: dict[str, list[str]]) -> Callable[[str], bool]:
