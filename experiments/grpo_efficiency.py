@@ -59,8 +59,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tooluse_agents.jsonl import read_jsonl
-from tooluse_agents.records import MetricsRecord, read_episodes, read_metrics
+from tooluse_agents.runs.jsonl import read_jsonl
+from tooluse_agents.runs.records import MetricsRecord, read_episodes, read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout: experiments/ -> .
 

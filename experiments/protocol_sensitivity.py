@@ -171,7 +171,7 @@ def build(prereg_path: Path, out: Path) -> dict[str, Any]:
 
 def figure(report: Mapping[str, Any], path: Path) -> None:
     """Per change, the paired difference from the base with its 95% interval; the base's seed spread."""
-    from tooluse_agents.report import _pyplot
+    from tooluse_agents.runs.report import _pyplot
 
     sweep = report["curriculum"]
     if not sweep:

@@ -1,6 +1,6 @@
 """One finished training run of the v2 efficiency study, summarized from its run folder.
 
-Reads what the trainer writes (`tooluse_agents.grpo.runlog`): ``eval.jsonl`` (one held-out evaluation a
+Reads what the trainer writes (`tooluse_agents.runs.runlog`): ``eval.jsonl`` (one held-out evaluation a
 line), ``eval_episodes.jsonl`` (one held-out prompt's outcome a line, with ``eval_step``),
 ``metrics.jsonl`` (one training step a line) and ``runtime.json``. A result keeps the raw data the
 statistics need, so a report can recompute everything:
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments import efficiency_stats as st
-from tooluse_agents.jsonl import read_jsonl
+from tooluse_agents.runs.jsonl import read_jsonl
 
 EVAL_KEY = "eval/heldout_reward"
 STEP_KEYS = {

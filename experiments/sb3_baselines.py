@@ -6,7 +6,7 @@
 Each algorithm is trained on the train split's scenarios wrapped in `CandidateActions` (a
 `Discrete(K)` choice among candidate messages, see its docstring for what that setting leaks),
 then played on the held-out split with the official terminal reward. Episodes are written
-as ``episodes.jsonl`` records and summarized by `tooluse_agents.results`, the evaluation harness's
+as ``episodes.jsonl`` records and summarized by `tooluse_agents.runs.results`, the evaluation harness's
 format and aggregation, so the table reads like ``tooluse-eval``'s; ``--llm-results`` adds
 rows from ``tooluse-eval`` ``results.json`` files of text agents on the same split.
 
@@ -36,9 +36,10 @@ from stable_baselines3.dqn.policies import DQNPolicy
 from torch import nn
 
 import tooluse_gym  # noqa: F401  (registers the env ids)
-from tooluse_agents.episode import EpisodeWriter, episode_record
+from tooluse_agents.episode import episode_record
 from tooluse_agents.integrations.chat_episode import task_ids_of
-from tooluse_agents.results import format_table, summarize
+from tooluse_agents.runs.jsonl import JsonlWriter
+from tooluse_agents.runs.results import format_table, summarize
 from tooluse_gym.envs import SCENARIO_ID
 from tooluse_gym.envs.knobs import ENV_DEFAULTS, Knobs
 from tooluse_gym.wrappers.candidates import CandidateActions, CandidateConfig
@@ -256,7 +257,7 @@ def evaluate_algorithm(config: BaselineConfig, algorithm: str, out: Path, log: C
             log(f"{algorithm} seed {seed}: trained {config.timesteps} steps in {train_s[-1]:.0f} s")
             policy = model_policy(model)
         records += play(heldout, policy, task_ids, seed, agent)
-    with EpisodeWriter(folder / "episodes.jsonl") as writer:
+    with JsonlWriter(folder / "episodes.jsonl") as writer:
         for record in records:
             writer.write(record)
     summary = summarize(records)

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tooluse_agents.records import EpisodeRecord, StepEntry, read_episodes
+from tooluse_agents.runs.records import EpisodeRecord, StepEntry, read_episodes
 from tooluse_gym.checker import FORCE_TERMINATED
 from tooluse_gym.envs import SCENARIO_ID
 from tooluse_gym.protocol import MAX_STEPS_PER_TURN

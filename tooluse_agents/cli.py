@@ -30,9 +30,9 @@ from tooluse_agents.evaluate import (
     run_eval,
 )
 from tooluse_agents.knob_flags import SWEPT, add_knob_flags, given_knobs, varies_by_env_id
-from tooluse_agents.results import failure_banner, run_failed
 from tooluse_agents.rollout import SCHEDULES
 from tooluse_agents.rundir import RunConflict
+from tooluse_agents.runs.results import failure_banner, run_failed
 from tooluse_agents.sweep import run_sweep, run_vary
 from tooluse_gym.envs.knobs import env_defaults
 from tooluse_gym.tasks.bfcl import CATEGORIES

@@ -1,22 +1,19 @@
 """Episode records and the `episodes.jsonl` file: the only episode format tools read.
 
-One JSON object per line, appended and flushed as each episode finishes. Readers (`tooluse_agents.jsonl`)
+One JSON object per line, appended and flushed as each episode finishes. Readers (`tooluse_agents.runs.jsonl`)
 skip a torn last line or a corrupt line with a warning and count it; they never crash on one.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tooluse_agents.base import AgentError, Generation
-from tooluse_agents.records import SCHEMA_VERSION, EpisodeRecord, StepEntry, TurnEntry, read_episodes
+from tooluse_agents.runs.records import SCHEMA_VERSION, EpisodeRecord, StepEntry, TurnEntry, read_episodes
 
-__all__ = ["SCHEMA_VERSION", "EpisodeWriter", "StepCost", "episode_record", "read_episodes"]
+__all__ = ["SCHEMA_VERSION", "StepCost", "episode_record", "read_episodes"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +40,7 @@ def episode_record(
     error: AgentError | None = None,
     duration_s: float = 0.0,
 ) -> dict[str, Any]:
-    """The JSON record (`tooluse_agents.records.EpisodeRecord`) of an episode, from what the env returned.
+    """The JSON record (`tooluse_agents.runs.records.EpisodeRecord`) of an episode, from what the env returned.
 
     A pure function of the reset's `info` (the task and the protocol card), the `info` of each
     step in order (its ``step_record``, and ``checker`` at the end) and what each message cost,
@@ -101,37 +98,3 @@ def episode_record(
 
 def _pad(costs: Sequence[StepCost], n: int) -> list[StepCost]:
     return list(costs[:n]) + [StepCost()] * max(0, n - len(costs))
-
-
-def _last_byte(path: Path) -> bytes:
-    with path.open("rb") as f:
-        f.seek(-1, os.SEEK_END)
-        return f.read(1)
-
-
-class EpisodeWriter:
-    """Appends episode records to a JSONL file, one flushed line per episode."""
-
-    def __init__(self, path: str | os.PathLike[str]):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        torn = self.path.exists() and self.path.stat().st_size > 0 and _last_byte(self.path) != b"\n"
-        self._file = self.path.open("a", encoding="utf-8")
-        if torn:  # a run killed mid-write: keep its fragment on a line of its own
-            self._file.write("\n")
-
-    def write(self, record: Mapping[str, Any]) -> None:
-        """Append one record as a line, flushed and synced (a killed run loses at most that line)."""
-        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
-
-    def close(self) -> None:
-        """Close the file."""
-        self._file.close()
-
-    def __enter__(self) -> EpisodeWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

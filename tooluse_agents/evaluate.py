@@ -19,10 +19,12 @@ import tooluse_gym  # noqa: F401  (registers the env ids)
 from tooluse_agents import backends
 from tooluse_agents.backends import BACKENDS, BackendSpec
 from tooluse_agents.base import Agent, Generation, SamplingConfig
-from tooluse_agents.episode import EpisodeWriter
-from tooluse_agents.records import EpisodeRecord, read_episodes
-from tooluse_agents.report import write_run_report
-from tooluse_agents.results import (
+from tooluse_agents.rollout import Episode, RolloutJob, resolve_schedule, run_rollouts
+from tooluse_agents.rundir import RunConflict, RunDir
+from tooluse_agents.runs.jsonl import JsonlWriter
+from tooluse_agents.runs.records import EpisodeRecord, read_episodes
+from tooluse_agents.runs.report import write_run_report
+from tooluse_agents.runs.results import (
     CategoryDiff,
     clean_caption,
     compare_results,
@@ -31,8 +33,6 @@ from tooluse_agents.results import (
     format_table,
     summarize,
 )
-from tooluse_agents.rollout import Episode, RolloutJob, resolve_schedule, run_rollouts
-from tooluse_agents.rundir import RunConflict, RunDir
 from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID
 from tooluse_gym.envs.knobs import Knobs, env_defaults
 from tooluse_gym.envs.tool_env import protocol_card
@@ -256,7 +256,7 @@ def run_eval(
         agent = agent or make_agent(config)
         bar = _Progress(len(wanted), done, progress)
         try:
-            with EpisodeWriter(episodes_path) as writer:
+            with JsonlWriter(episodes_path) as writer:
 
                 def on_episode(episode: Episode) -> None:
                     record = episode.record

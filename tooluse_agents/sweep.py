@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from tooluse_agents.evaluate import EvalConfig, make_agent, run_eval
-from tooluse_agents.records import read_episodes
-from tooluse_agents.report import sensitivity_figure
-from tooluse_agents.results import spread
+from tooluse_agents.runs.records import read_episodes
+from tooluse_agents.runs.report import sensitivity_figure
+from tooluse_agents.runs.results import spread
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0

@@ -1,6 +1,6 @@
 """Episode summaries and metrics rows of a run, read lazily as the run grows (no Textual import).
 
-Both files go through the one JSONL reader (`tooluse_agents.jsonl.JsonlFile`): indexed by the byte
+Both files go through the one JSONL reader (`tooluse_agents.runs.jsonl.JsonlFile`): indexed by the byte
 offsets of their complete lines, a line parsed only when it is asked for, a corrupt or torn line
 skipped and counted, never raised. Files may grow while they are read: `refresh` indexes the
 lines appended since the last call, and a torn fragment is read again until its writer finishes it.
@@ -15,8 +15,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from tooluse_agents.jsonl import FileHealth, JsonlFile, parse_object
-from tooluse_agents.records import MetricsRecord, RecordError
+from tooluse_agents.runs.jsonl import FileHealth, JsonlFile, parse_object
+from tooluse_agents.runs.records import MetricsRecord, RecordError
 from tooluse_gym.envs.ids import MULTI_TURN_ID
 from tooluse_gym.tasks.known_issues import KnownIssues, load_known_issues
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tooluse_agents.results import CategoryDiff, Disagreement, RunComparison, compare_results, summarize
+from tooluse_agents.runs.results import CategoryDiff, Disagreement, RunComparison, compare_results, summarize
 from tooluse_tui.data import EpisodeStore, EpisodeSummary, is_bfcl_run, known_issues
 
 EPISODES = "episodes.jsonl"
@@ -24,7 +24,7 @@ RESULTS = "results.json"
 
 
 CategoryRow = CategoryDiff
-"""Accuracy of one category in both runs (`tooluse_agents.results.CategoryDiff`)."""
+"""Accuracy of one category in both runs (`tooluse_agents.runs.results.CategoryDiff`)."""
 __all__ = ["CategoryRow", "Comparison", "Disagreement", "Target", "TargetError", "compare", "load_results", "resolve"]
 
 
@@ -114,7 +114,7 @@ class CardRow:
 
 @dataclass(frozen=True)
 class Comparison(RunComparison):
-    """Two runs side by side: `tooluse_agents.results.RunComparison`, with the runs' names and protocol cards."""
+    """Two runs side by side: `tooluse_agents.runs.results.RunComparison`, with the runs' names and protocol cards."""
 
     names: tuple[str, str] = ("A", "B")
     card: tuple[CardRow, ...] = ()
@@ -143,7 +143,7 @@ def compare(
 ) -> Comparison:
     """Per-category accuracy with CIs, protocol card fields, and the tasks the two runs disagree on.
 
-    The numbers are `tooluse_agents.results.compare_results`', the same as `tooluse-eval compare`'s.
+    The numbers are `tooluse_agents.runs.results.compare_results`', the same as `tooluse-eval compare`'s.
     """
     card_a, card_b = (dict(r.get("protocol") or {}) for r in results)
     keys = [*card_a, *(k for k in card_b if k not in card_a)]

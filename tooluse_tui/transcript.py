@@ -1,6 +1,6 @@
 """An episode record as a transcript: frames to step through and Rich text for each part.
 
-Pure formatting of a typed `tooluse_agents.records.EpisodeRecord` (Rich only, no Textual): the replay
+Pure formatting of a typed `tooluse_agents.runs.records.EpisodeRecord` (Rich only, no Textual): the replay
 view lays these parts out and reveals them frame by frame. A frame is one assistant step; an
 episode that ended before its first step has a single empty frame.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.text import Text
 
-from tooluse_agents.records import EpisodeRecord, StepEntry, TurnEntry
+from tooluse_agents.runs.records import EpisodeRecord, StepEntry, TurnEntry
 from tooluse_tui.data import known_issue
 
 FOLD_CHARS = 240

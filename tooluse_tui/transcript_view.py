@@ -25,7 +25,7 @@ from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widgets import Static
 
-from tooluse_agents.records import EpisodeRecord, TurnEntry
+from tooluse_agents.runs.records import EpisodeRecord, TurnEntry
 from tooluse_tui import transcript as tx
 from tooluse_tui.widgets import KeyBar
 

@@ -143,12 +143,13 @@ def metrics_page() -> str:
         HEADER.format(source="`tooluse_agents.grpo.metrics.METRICS`, the keys' one declaration")
         + "# `metrics.jsonl` keys\n\n"
         + "`tooluse-train` appends one JSON object per training step to `RUN_DIR/metrics.jsonl` "
-        + "([`MetricsRecord`][tooluse_agents.records.MetricsRecord] reads it; `tooluse-tui RUN_DIR` plots it live). "
+        + "([`MetricsRecord`][tooluse_agents.runs.records.MetricsRecord] reads it; "
+        + "`tooluse-tui RUN_DIR` plots it live). "
         + "Held-out evaluations also go to `eval.jsonl` (`step`, `epoch`, `eval/heldout_reward`, `episodes`, "
         + "`time/train_s`, `time/eval_s`). A `*` stands for a family of keys. The trainer refuses to write a key "
         + "that `tooluse_agents.grpo.metrics.METRICS` does not declare.\n\n"
         + "## On every line\n\n"
-        + "These are `tooluse_agents.records.METRIC_KEYS`; a reader may rely on them.\n\n"
+        + "These are `tooluse_agents.runs.records.METRIC_KEYS`; a reader may rely on them.\n\n"
         + _table(["key", "meaning"], [[f"`{k}`", docs[k]] for k in always])
         + "\n## On some lines, or depending on the configuration\n\n"
         + _table(["key", "meaning"], [[f"`{k}`", docs[k]] for k in others])

@@ -40,7 +40,7 @@ from tooluse_agents.bfcl_export import (
 )
 from tooluse_agents.cli import main
 from tooluse_agents.evaluate import EvalConfig, eval_task_ids, run_eval
-from tooluse_agents.records import EpisodeRecord, StepEntry, TurnEntry, read_episodes
+from tooluse_agents.runs.records import EpisodeRecord, StepEntry, TurnEntry, read_episodes
 from tooluse_agents.seeding import derive_seed
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.prompts import json_call_block

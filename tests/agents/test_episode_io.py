@@ -4,12 +4,13 @@ import json
 
 import pytest
 
-from tooluse_agents.episode import EpisodeWriter, read_episodes
+from tooluse_agents.runs.jsonl import JsonlWriter
+from tooluse_agents.runs.records import read_episodes
 
 
 def test_writer_appends_and_reader_skips_bad_lines(tmp_path):
     path = tmp_path / "episodes.jsonl"
-    with EpisodeWriter(path) as w:
+    with JsonlWriter(path) as w:
         w.write({"task_id": "a", "reward": 1.0})
         w.write({"task_id": "b", "reward": 0.0})
     with path.open("a") as f:

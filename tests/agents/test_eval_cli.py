@@ -224,7 +224,7 @@ def test_backend_logs_and_warnings_are_hidden_unless_verbose(tmp_path, monkeypat
     def make_agent(config):  # what the backend sees while the run is on
         seen.append({name: os.environ.get(name) for name in QUIET_ENV})
         warnings.warn_explicit("deprecated", FutureWarning, "dispatcher.py", 1, module="vllm.triton_utils.dispatcher")
-        warnings.warn_explicit("skipped torn last line", UserWarning, "jsonl.py", 1, module="tooluse_agents.jsonl")
+        warnings.warn_explicit("skipped torn last line", UserWarning, "jsonl.py", 1, module="tooluse_agents.runs.jsonl")
         return make_real_agent(config)
 
     make_real_agent = evaluate.make_agent

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tooluse_agents.episode import EpisodeWriter
-from tooluse_agents.grpo.runlog import RunFiles
-from tooluse_agents.records import (
+from tooluse_agents.rollout import RolloutJob, run_rollouts
+from tooluse_agents.runs.jsonl import JsonlWriter
+from tooluse_agents.runs.records import (
     EVAL_KEY,
     METRIC_KEYS,
     SCHEMA_VERSION,
@@ -20,7 +20,7 @@ from tooluse_agents.records import (
     read_episodes,
     read_metrics,
 )
-from tooluse_agents.rollout import RolloutJob, run_rollouts
+from tooluse_agents.runs.runlog import RunFiles
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tui" / "data"
 
@@ -84,7 +84,7 @@ def test_newer_schemas_and_malformed_records_are_refused():
 
 def test_readers_skip_what_they_cannot_read_and_say_why(tmp_path):
     path = tmp_path / "episodes.jsonl"
-    with EpisodeWriter(path) as w:
+    with JsonlWriter(path) as w:
         w.write({"task_id": "a", "reward": 1.0})
         w.write({"schema_version": 99, "task_id": "b", "reward": 0.0})
         w.write({"step": 1})  # not an episode: left out, not counted
@@ -94,7 +94,7 @@ def test_readers_skip_what_they_cannot_read_and_say_why(tmp_path):
 
 
 def test_summaries_take_records_or_their_json_objects_alike():
-    from tooluse_agents.results import summarize
+    from tooluse_agents.runs.results import summarize
 
     episode = {"task_id": "t", "category": "c", "reward": 0.0, "tokens": {"prompt": 2}}
     objects = [{**episode, "seed": s, "reward": float(s)} for s in (0, 1)]

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from tooluse_agents.results import failure_banner, format_table, run_failed, spread, summarize
+from tooluse_agents.runs.results import failure_banner, format_table, run_failed, spread, summarize
 
 
 def ep(category, seed, reward, error=None, checker_error=None, task_id="t0"):
@@ -113,7 +113,7 @@ def test_clean_subset_leaves_out_listed_tasks():
 
 def test_clean_table_and_caption_show_both_scores():
     from tooluse_agents.evaluate import results_table
-    from tooluse_agents.results import clean_caption, format_clean_table
+    from tooluse_agents.runs.results import clean_caption, format_clean_table
 
     s = summarize(_clean_episodes(), _registry("x1", "x2", "x3"))
     table = format_clean_table(s)
@@ -128,7 +128,7 @@ def test_clean_table_and_caption_show_both_scores():
 
 
 def test_compare_results_by_hand():
-    from tooluse_agents.results import compare_results
+    from tooluse_agents.runs.results import compare_results
     from tooluse_gym.tasks.known_issues import load_known_issues
 
     def run(rewards):

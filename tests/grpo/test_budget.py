@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.grpo.test_trainer import _read, tiny_trainer
-from tooluse_agents.grpo.runlog import EVAL_KEY
+from tooluse_agents.runs.runlog import EVAL_KEY
 
 
 def test_the_budget_stops_training_and_counts_across_a_resume(tiny_model, tmp_path):

@@ -13,9 +13,9 @@ from tests.grpo.tiny import PROTOCOL, pool
 from tooluse_agents.base import SamplingConfig
 from tooluse_agents.grpo.config import load_config
 from tooluse_agents.grpo.rollouts import ScriptedTurns, before_last_turn, play_groups
-from tooluse_agents.grpo.runlog import EVAL_KEY, METRIC_KEYS
 from tooluse_agents.grpo.tasks import env_factory, prompts_for
 from tooluse_agents.grpo.trainer import GRPOTrainer, RunConflict
+from tooluse_agents.runs.runlog import EVAL_KEY, METRIC_KEYS
 
 
 def _config(model, run_dir, *overrides):

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from tooluse_agents.evaluate import compare_runs
-from tooluse_agents.records import EpisodeRecord
+from tooluse_agents.runs.records import EpisodeRecord
 from tooluse_tui import plots, transcript, widgets
 from tooluse_tui.data import EpisodeFilter, EpisodeStore, EpisodeSummary, JsonlFile, MetricsLog, select
 from tooluse_tui.runs import TargetError, compare, load_results, resolve

@@ -2,14 +2,14 @@
 
 `METRICS` is the declaration: every key a line may hold (a ``*`` stands for a family of keys),
 what it means, and whether every line holds it (`METRIC_KEYS`, what a reader may rely on).
-`tooluse_agents.grpo.runlog.RunFiles` refuses a line with a key declared nowhere here, and the
+`tooluse_agents.runs.runlog.RunFiles` refuses a line with a key declared nowhere here, and the
 documentation's page of keys (``docs/reference/metrics.md``) is generated from this module.
 
 `step_metrics` computes one step's line from what the step produced (a pure function: the
 trainer passes in the groups, samples, timings and the filter's, screen's and update's own
 numbers); `eval_metrics` one line of ``eval.jsonl``.
 
-Standard library only: `tooluse_agents.records` (and so the TUI) reads the key names from here.
+Standard library only: `tooluse_agents.runs.records` (and so the TUI) reads the key names from here.
 """
 
 from __future__ import annotations

@@ -235,9 +235,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         agent.close()
     write_keep_list(keep, args.out)
     if args.episodes:
-        from tooluse_agents.episode import EpisodeWriter
+        from tooluse_agents.runs.jsonl import JsonlWriter
 
-        with EpisodeWriter(args.episodes) as writer:
+        with JsonlWriter(args.episodes) as writer:
             for record in records:
                 writer.write(record)
     print(json.dumps(keep.counts()))

@@ -43,15 +43,15 @@ from tooluse_agents.grpo.plan import EpochPlan
 from tooluse_agents.grpo.policy import Policy
 from tooluse_agents.grpo.prefilter import kept_prompts
 from tooluse_agents.grpo.rollouts import ScriptedTurns, before_last_turn, play_groups
-from tooluse_agents.grpo.runlog import RunFiles
 from tooluse_agents.grpo.schedule import budget_spent, crosses_eval_point
 from tooluse_agents.grpo.screen import play_screened
 from tooluse_agents.grpo.subsample import select_for_update
 from tooluse_agents.grpo.tasks import TaskPool, env_factory, load_pool, prompts_for
 from tooluse_agents.grpo.update import PolicyUpdater
 from tooluse_agents.grpo.weight_sync import rollout_engine
-from tooluse_agents.records import MetricsRecord
 from tooluse_agents.rundir import RunConflict, RunDir
+from tooluse_agents.runs.records import MetricsRecord
+from tooluse_agents.runs.runlog import RunFiles
 
 __all__ = ["RESUMABLE_CHANGES", "GRPOTrainer", "RunConflict"]
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tooluse_agents.results import clean_caption, failure_banner, format_clean_table, format_table
+from tooluse_agents.runs.results import clean_caption, failure_banner, format_clean_table, format_table
 
 
 def _pyplot() -> Any:

@@ -1,6 +1,6 @@
 """The run directory's files: config.yaml, metrics.jsonl, episodes.jsonl, eval.jsonl.
 
-Every line of metrics.jsonl is one training step (`tooluse_agents.records.MetricsRecord`) with all
+Every line of metrics.jsonl is one training step (`tooluse_agents.runs.records.MetricsRecord`) with all
 of `METRIC_KEYS` (plus ``eval/heldout_reward`` on steps where a held-out evaluation ran; ``time/train_s`` is the
 training time, rollout + update + sync summed over the steps so far, at which it ran). Every
 line of eval.jsonl is one held-out evaluation: step, epoch, reward, episodes, ``time/train_s``
@@ -18,10 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tooluse_agents.episode import EpisodeWriter
 from tooluse_agents.grpo.metrics import undeclared
-from tooluse_agents.jsonl import read_jsonl
-from tooluse_agents.records import EVAL_KEY, METRIC_KEYS, MetricsRecord
+from tooluse_agents.runs.jsonl import JsonlWriter, append_jsonl, read_jsonl
+from tooluse_agents.runs.records import EVAL_KEY, METRIC_KEYS, MetricsRecord
 
 __all__ = ["EVAL_KEY", "METRIC_KEYS", "RunFiles"]
 
@@ -38,8 +37,8 @@ class RunFiles:
         self.eval_path = run_dir / "eval.jsonl"
         self.eval_episodes_path = run_dir / "eval_episodes.jsonl"
         self.checkpoints = run_dir / "checkpoints"
-        self._episodes: EpisodeWriter | None = None
-        self._eval_episodes: EpisodeWriter | None = None
+        self._episodes: JsonlWriter | None = None
+        self._eval_episodes: JsonlWriter | None = None
 
     def truncate_after(self, step: int) -> None:
         """Drop every line written for steps after `step` (torn lines included)."""
@@ -61,19 +60,19 @@ class RunFiles:
         if unknown:
             raise ValueError(f"metrics record has keys tooluse_agents.grpo.metrics.METRICS does not declare: {unknown}")
         if self.write:
-            _append(self.metrics_path, record.to_dict())
+            append_jsonl(self.metrics_path, record.to_dict())
 
     def eval(self, record: Mapping[str, Any]) -> None:
         """Append a held-out evaluation to ``eval.jsonl``."""
         if self.write:
-            _append(self.eval_path, record)
+            append_jsonl(self.eval_path, record)
 
     def episode(self, record: Mapping[str, Any]) -> None:
         """Append a training rollout to ``episodes.jsonl``."""
         if not self.write:
             return
         if self._episodes is None:
-            self._episodes = EpisodeWriter(self.episodes_path)
+            self._episodes = JsonlWriter(self.episodes_path)
         self._episodes.write(record)
 
     def eval_episode(self, record: Mapping[str, Any]) -> None:
@@ -81,7 +80,7 @@ class RunFiles:
         if not self.write:
             return
         if self._eval_episodes is None:
-            self._eval_episodes = EpisodeWriter(self.eval_episodes_path)
+            self._eval_episodes = JsonlWriter(self.eval_episodes_path)
         self._eval_episodes.write(record)
 
     def close(self) -> None:
@@ -90,13 +89,6 @@ class RunFiles:
             if writer is not None:
                 writer.close()
         self._episodes = self._eval_episodes = None
-
-
-def _append(path: Path, record: Mapping[str, Any]) -> None:
-    with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps(record) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def _keep(path: Path, keep) -> None:

@@ -2,7 +2,7 @@
 
 `EpisodeRecord` is one line of ``episodes.jsonl``, `MetricsRecord` one line of a training run's
 ``metrics.jsonl``. The harness and the trainer write episodes (`tooluse_agents.episode.episode_record`), the trainer
-writes metrics (`tooluse_agents.grpo.runlog`); `tooluse-eval`, the TUI and the benchmarks read both
+writes metrics (`tooluse_agents.runs.runlog`); `tooluse-eval`, the TUI and the benchmarks read both
 through `read_episodes` and `read_metrics`. `from_dict` accepts every record written so far
 (schema 1, keys added later defaulted, the trainer's ``train`` and ``eval_step`` kept in
 `extra`) and refuses a record of a newer schema with a message that says so;
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tooluse_agents.grpo.metrics import EVAL_KEY, METRIC_KEYS  # the keys' one declaration (standard library only)
-from tooluse_agents.jsonl import FileHealth, read_jsonl
+from tooluse_agents.runs.jsonl import FileHealth, read_jsonl
 
 SCHEMA_VERSION = 1
 """The version this code writes, and the newest it reads."""
@@ -372,7 +372,7 @@ def _read(
 
 
 def read_episodes(path: str | os.PathLike[str]) -> tuple[list[EpisodeRecord], FileHealth]:
-    """All readable episode records of a file, and what was skipped (`tooluse_agents.jsonl.read_jsonl`).
+    """All readable episode records of a file, and what was skipped (`tooluse_agents.runs.jsonl.read_jsonl`).
 
     Objects that are not episode records are left out; an episode record this version cannot
     read (malformed, or of a newer schema) is skipped with a warning and counted as corrupt.

@@ -14,12 +14,12 @@ import os
 import threading
 import warnings
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FileHealth", "JsonlFile", "parse_object", "read_jsonl"]
+__all__ = ["FileHealth", "JsonlFile", "JsonlWriter", "append_jsonl", "parse_object", "read_jsonl"]
 
 _CHUNK = 1 << 22
 
@@ -157,3 +157,46 @@ def read_jsonl(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], File
     if f.health.torn_last_line:
         warnings.warn(f"{path}: skipped torn last line (a fragment without its newline)", stacklevel=2)
     return out, f.health
+
+
+def _last_byte(path: Path) -> bytes:
+    with path.open("rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1)
+
+
+class JsonlWriter:
+    """Appends records to a JSONL file, one flushed line each; a torn last line of a killed run is kept on a line of its own.
+
+    Every run file is written through it (episodes, metrics, evaluations).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        torn = self.path.exists() and self.path.stat().st_size > 0 and _last_byte(self.path) != b"\n"
+        self._file = self.path.open("a", encoding="utf-8")
+        if torn:  # a run killed mid-write: keep its fragment on a line of its own
+            self._file.write("\n")
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        """Append one record as a line, flushed and synced (a killed run loses at most that line)."""
+        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        """Close the file."""
+        self._file.close()
+
+    def __enter__(self) -> JsonlWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def append_jsonl(path: str | os.PathLike[str], record: Mapping[str, Any]) -> None:
+    """Append one record to a JSONL file through `JsonlWriter` (opened and closed for this line)."""
+    with JsonlWriter(path) as writer:
+        writer.write(record)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tooluse_agents.records import EpisodeRecord, as_records
+from tooluse_agents.runs.records import EpisodeRecord, as_records
 
 if TYPE_CHECKING:
     from tooluse_gym.tasks.known_issues import KnownIssues
