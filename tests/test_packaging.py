@@ -50,6 +50,21 @@ def test_the_wheel_holds_the_three_packages_and_no_study_driver(tmp_path):
     assert not [n for n in names if "experiments" in n]
 
 
+def test_every_folder_of_modules_is_a_package():
+    # A folder of modules without __init__.py is a namespace package: packages.find leaves it out of the
+    # wheel and the API docs cannot collect it, while an editable install still imports it.
+    missing = sorted(
+        str(folder.relative_to(ROOT))
+        for package in PACKAGES
+        for folder in [ROOT / package, *(ROOT / package).rglob("*")]
+        if folder.is_dir()
+        and folder.name != "__pycache__"
+        and any(folder.glob("*.py"))
+        and not (folder / "__init__.py").exists()
+    )
+    assert missing == []
+
+
 def test_no_installed_module_reaches_into_the_checkout():
     offenders = [
         str(path.relative_to(ROOT))
