@@ -64,7 +64,7 @@ from tooluse_agents.runs.records import MetricsRecord, read_episodes, read_metri
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout: experiments/ -> .
 
-BASE_CONFIG = ROOT / "tooluse_agents" / "grpo" / "configs" / "cpu_curriculum.yaml"
+BASE_CONFIG = ROOT / "agents" / "grpo" / "configs" / "cpu_curriculum.yaml"
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "grpo_efficiency.json"
 DEFAULT_PLOT = ROOT / "docs" / "grpo-efficiency.png"
 WARMUP = "scenarios/curriculum/warmup.yaml"

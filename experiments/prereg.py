@@ -7,7 +7,7 @@ after a run is a new version (a new file with its reason), never an edit. Schema
 
     version: 2
     study: grpo_efficiency_v2
-    base_config: tooluse_agents/grpo/configs/cpu_curriculum.yaml
+    base_config: agents/grpo/configs/cpu_curriculum.yaml
     start_model: runs/weakstart/model
     seeds: [0, 1, 2]
     budget_s: 1800
@@ -64,18 +64,6 @@ KNOWN_RULES = {
     "speedup": {"mean": "geometric", "faster_only_if": "every_seed"},
     "no_loss": {"test": "mcnemar_exact_two_sided", "mean_margin": "one_paired_se"},
 }
-
-
-MOVED = {"agents/": "tooluse_agents/"}
-"""Paths in committed pre-registrations that have moved since (the files stay byte-identical; loading maps them)."""
-
-
-def current_path(path: str) -> str:
-    """`path` as named in a pre-registration, mapped to where that file is now."""
-    for old, new in MOVED.items():
-        if path.startswith(old):
-            return new + path[len(old) :]
-    return path
 
 
 class PreregError(ValueError):
@@ -176,7 +164,7 @@ def load_prereg(path: str | Path) -> Prereg:
     return Prereg(
         path=path,
         data=data,
-        base_config=current_path(str(data["base_config"])),
+        base_config=str(data["base_config"]),
         start_model=str(data["start_model"]),
         seeds=tuple(seeds),
         budget_s=float(data["budget_s"]),

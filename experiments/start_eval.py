@@ -12,7 +12,7 @@ runs before it. `start_key` collects every one of those inputs:
   training sampling temperature and the screen, and the policy's dtype, autocast, device, LoRA and
   thread settings (the hf engine generates with the policy itself);
 - the seed, only when the evaluation samples (temperature above 0);
-- the sha256 of every ``*.py`` file under ``tooluse_gym/`` and ``tooluse_agents/`` (except
+- the sha256 of every ``*.py`` file under ``tooluse_gym/`` and ``agents/`` (except
   ``experiments/``, the study's own code), as they are on disk;
 - the machine (`tooluse_agents.dtypes.machine`: CPU model, bf16 flags, cores).
 
@@ -34,7 +34,7 @@ from typing import Any
 
 from experiments.prereg import ROOT, shown
 
-CODE_DIRS = ("tooluse_gym", "tooluse_agents")
+CODE_DIRS = ("tooluse_gym", "agents")
 NOT_CODE = ("experiments/",)
 
 

@@ -1,4 +1,4 @@
-"""The distribution installs exactly its three packages, each from the folder of its own name.
+"""The distribution installs exactly its three packages; agents/ and tui/ install as tooluse_agents and tooluse_tui.
 
 No generic top-level name (`agents`, `tui`, `experiments`) is installed, so it installs beside the OpenAI
 Agents SDK (`openai-agents`, in the dev extra), whose top-level package is `agents`; the study drivers
@@ -19,15 +19,32 @@ import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-PACKAGES = ("tooluse_gym", "tooluse_agents", "tooluse_tui")
+SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
+FOLDERS = {"tooluse_gym": "tooluse_gym", "tooluse_agents": "agents", "tooluse_tui": "tui"}
+PACKAGES = tuple(FOLDERS)
 
 
-def test_the_package_folders_are_the_import_names():
-    setuptools = PYPROJECT["tool"]["setuptools"]
-    assert "package-dir" not in setuptools and not (ROOT / ".packages").exists()
-    assert not (ROOT / "agents").exists() and not (ROOT / "tui").exists()
+def _packages_in_folders() -> set[str]:
+    return {
+        ".".join((name, *init.parent.relative_to(ROOT / folder).parts))
+        for name, folder in FOLDERS.items()
+        for init in (ROOT / folder).rglob("__init__.py")
+    }
+
+
+def test_every_package_folder_is_installed_under_our_names():
+    assert SETUPTOOLS["package-dir"] == {"tooluse_agents": "agents", "tooluse_tui": "tui"}
+    assert sorted(SETUPTOOLS["packages"]) == sorted(_packages_in_folders())
+    assert not [p for p in SETUPTOOLS["packages"] if p.split(".")[0] in ("agents", "tui")]
     scripts = PYPROJECT["project"]["scripts"].values()
     assert all(s.split(".")[0] in PACKAGES for s in scripts), scripts
+
+
+def test_the_links_for_the_type_checker_point_at_the_folders():
+    for name, folder in FOLDERS.items():
+        if name != folder:
+            link = ROOT / ".packages" / name
+            assert link.is_symlink() and link.resolve() == (ROOT / folder).resolve()
 
 
 @pytest.mark.slow
@@ -41,22 +58,18 @@ def test_the_wheel_holds_the_three_packages_and_no_study_driver(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == set(PACKAGES)
-    expected = {
-        str(init.parent.relative_to(ROOT)).replace(os.sep, "/")
-        for package in PACKAGES
-        for init in (ROOT / package).rglob("__init__.py")
-    }
+    expected = {p.replace(".", "/") for p in _packages_in_folders()}
     assert {n.rsplit("/", 1)[0] for n in names if n.endswith("/__init__.py")} == expected
     assert not [n for n in names if "experiments" in n]
 
 
 def test_every_folder_of_modules_is_a_package():
-    # A folder of modules without __init__.py is a namespace package: packages.find leaves it out of the
-    # wheel and the API docs cannot collect it, while an editable install still imports it.
+    # A folder of modules without __init__.py is a namespace package: it is left out of the package list
+    # (so out of the wheel) and the API docs cannot collect it, while an editable install still imports it.
     missing = sorted(
         str(folder.relative_to(ROOT))
-        for package in PACKAGES
-        for folder in [ROOT / package, *(ROOT / package).rglob("*")]
+        for top in FOLDERS.values()
+        for folder in [ROOT / top, *(ROOT / top).rglob("*")]
         if folder.is_dir()
         and folder.name != "__pycache__"
         and any(folder.glob("*.py"))
@@ -68,17 +81,17 @@ def test_every_folder_of_modules_is_a_package():
 def test_no_installed_module_reaches_into_the_checkout():
     offenders = [
         str(path.relative_to(ROOT))
-        for package in PACKAGES
-        for path in (ROOT / package).rglob("*.py")
+        for top in FOLDERS.values()
+        for path in (ROOT / top).rglob("*.py")
         if re.search(r"parents\[[2-9]\]|\bgit\b.*(commit|add)\b", path.read_text(encoding="utf-8"))
     ]
     assert offenders == []
 
 
-def test_no_code_imports_the_old_folder_names():
+def test_no_code_imports_the_folder_names():
     pattern = re.compile(r"^\s*(from|import)\s+(agents|tui)(\.|\s|$)", re.MULTILINE)
     offenders = []
-    for folder in (*PACKAGES, "experiments", "tests", "benchmarks", "scenarios", "docs"):
+    for folder in (*FOLDERS.values(), "experiments", "tests", "benchmarks", "scenarios", "docs"):
         for path in (ROOT / folder).rglob("*.py"):
             if pattern.search(path.read_text(encoding="utf-8")):
                 offenders.append(str(path.relative_to(ROOT)))
@@ -89,8 +102,8 @@ def test_the_installed_names_resolve_to_the_folders():
     code = "import tooluse_agents, tooluse_tui; print(tooluse_agents.__file__); print(tooluse_tui.__file__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
     agents_file, tui_file = out.stdout.split()
-    assert Path(agents_file).resolve() == (ROOT / "tooluse_agents" / "__init__.py").resolve()
-    assert Path(tui_file).resolve() == (ROOT / "tooluse_tui" / "__init__.py").resolve()
+    assert Path(agents_file).resolve() == (ROOT / "agents" / "__init__.py").resolve()
+    assert Path(tui_file).resolve() == (ROOT / "tui" / "__init__.py").resolve()
 
 
 def test_the_bfcl_extra_is_what_the_export_names():
@@ -100,18 +113,21 @@ def test_the_bfcl_extra_is_what_the_export_names():
 
 
 def test_installs_beside_the_openai_agents_sdk(tmp_path):
-    """`agents` is the OpenAI Agents SDK's, also from the checkout root, and `tooluse-eval` runs beside it."""
+    """`agents` is the OpenAI Agents SDK's, ours are importable at the same time, and `tooluse-eval` runs.
+
+    Outside the checkout: inside it, the folder agents/ comes first on sys.path for `python` started there.
+    """
     code = (
         "import agents, tooluse_agents, tooluse_gym, tooluse_tui\n"
         "from agents import Agent, Runner, function_tool\n"
         "from tooluse_agents.cli import main\n"
         "print(agents.__file__)\n"
     )
-    for cwd in (tmp_path, ROOT):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd)
-        assert out.returncode == 0, out.stderr[-2000:]
-        sdk = Path(out.stdout.strip()).resolve()
-        assert sdk.parent.name == "agents" and "site-packages" in sdk.parts, sdk
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    sdk = Path(out.stdout.strip()).resolve()
+    assert sdk.parent.name == "agents" and "site-packages" in sdk.parts, sdk
+    assert sdk.parent != (ROOT / "agents").resolve()  # not our folder
     script = Path(sys.executable).parent / ("tooluse-eval.exe" if os.name == "nt" else "tooluse-eval")
     done = subprocess.run([str(script), "--help"], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -171,7 +171,7 @@ def _clis() -> list[tuple[str, str, Callable[[], argparse.ArgumentParser]]]:
         assert build is not None, f"{module} has no build_parser()"
         out.append((f"tooluse {name}", module.replace(".", "/") + ".py", build))
         if name == "train":
-            out.append(("tooluse train prefilter", "tooluse_agents/grpo/prefilter.py", prefilter.build_parser))
+            out.append(("tooluse train prefilter", "agents/grpo/prefilter.py", prefilter.build_parser))
     return out
 
 

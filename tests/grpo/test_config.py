@@ -10,7 +10,7 @@ import yaml
 from tooluse_agents.grpo.cli import main
 from tooluse_agents.grpo.config import TrainConfig, dump_config, from_dict, load_config
 
-CONFIGS = sorted((Path(__file__).resolve().parents[2] / "tooluse_agents" / "grpo" / "configs").glob("*.yaml"))
+CONFIGS = sorted((Path(__file__).resolve().parents[2] / "agents" / "grpo" / "configs").glob("*.yaml"))
 
 
 def test_overrides_are_typed_and_round_trip():

@@ -1,7 +1,7 @@
 """`tooluse`: the one command. ``tooluse NAME ...`` runs the subcommand NAME with the rest of the line.
 
     tooluse eval run --agent oracle --limit 1 --out runs/oracle
-    tooluse train tooluse_agents/grpo/configs/cpu_smoke.yaml
+    tooluse train agents/grpo/configs/cpu_smoke.yaml
     tooluse train prefilter CONFIG --agent vllm --model MODEL --out kept.yaml
     tooluse sft --scenarios scenarios/curriculum/warmup.yaml --out runs/warmstart
     tooluse serve --model smollm2-135m

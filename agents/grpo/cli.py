@@ -1,7 +1,7 @@
 """`tooluse-train CONFIG.yaml [key=value ...]`: run (or resume) a GRPO training run.
 
-    tooluse-train tooluse_agents/grpo/configs/cpu_smoke.yaml
-    tooluse-train tooluse_agents/grpo/configs/cpu_curriculum.yaml run_dir=runs/c1 grpo.group_size=4 filter.enabled=false
+    tooluse-train agents/grpo/configs/cpu_smoke.yaml
+    tooluse-train agents/grpo/configs/cpu_curriculum.yaml run_dir=runs/c1 grpo.group_size=4 filter.enabled=false
     tooluse-train prefilter CONFIG.yaml --agent hf --model MODEL --out kept.yaml   # `tooluse_agents.grpo.prefilter`
 
 Overrides are dotted keys with YAML values; options and overrides may come in any order. A run
@@ -10,8 +10,8 @@ and `budget_s` may differ).
 
 On N ranks (one machine; `tooluse_agents.grpo.distributed`):
 
-    tooluse-train --nproc 2 tooluse_agents/grpo/configs/cpu_smoke.yaml update.detach_prompt=false
-    torchrun --standalone --nproc-per-node 2 -m tooluse_agents.grpo.cli tooluse_agents/grpo/configs/cpu_smoke.yaml ...
+    tooluse-train --nproc 2 agents/grpo/configs/cpu_smoke.yaml update.detach_prompt=false
+    torchrun --standalone --nproc-per-node 2 -m tooluse_agents.grpo.cli agents/grpo/configs/cpu_smoke.yaml ...
 
 ``--nproc`` only re-launches this command under torchrun; use torchrun itself for several
 machines (its ``--nnodes``, ``--node-rank`` and ``--rdzv-*`` flags).
@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__.split("\n")[0].strip("`: "),
         epilog="tooluse-train prefilter --help: keep the prompts a stronger model solves (the paper's data recipe)",
     )
-    parser.add_argument("config", help="YAML config (see tooluse_agents/grpo/configs/)")
+    parser.add_argument("config", help="YAML config (see agents/grpo/configs/)")
     parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides, e.g. grpo.group_size=4")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--verbose", action="store_true", help="show the backends' INFO and WARNING lines")

@@ -1,8 +1,8 @@
 r"""`tooluse-train prefilter`: the paper's offline data recipe, keep the prompts a stronger model solves.
 
-    tooluse-train prefilter tooluse_agents/grpo/configs/cpu_curriculum.yaml --agent vllm --model Qwen/Qwen3-4B \
+    tooluse-train prefilter agents/grpo/configs/cpu_curriculum.yaml --agent vllm --model Qwen/Qwen3-4B \
         --out runs/kept.yaml
-    tooluse-train tooluse_agents/grpo/configs/cpu_curriculum.yaml tasks.keep_list=runs/kept.yaml run_dir=runs/k1
+    tooluse-train agents/grpo/configs/cpu_curriculum.yaml tasks.keep_list=runs/kept.yaml run_dir=runs/k1
 
 The paper (arXiv 2606.00135; ``research/paper.md`` §3.4) built its multi-turn training set by
 rolling out a stronger model 8 times on each sample and keeping the samples it solved at least
