@@ -43,6 +43,7 @@ from tooluse_agents.backends import BackendSpec, make_agent
 from tooluse_agents.base import SamplingConfig
 from tooluse_agents.rollout import RolloutJob, run_rollouts
 from tooluse_gym.envs import MULTI_TURN_ID
+from tooluse_gym.envs.tool_env import play_messages
 from tooluse_gym.tasks import bfcl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,11 +117,8 @@ def _ours(decoder: str, fresh_envs: bool, scripts: dict[str, list[str]]) -> Call
     def run(task_id: str) -> bool:
         if fresh_envs and task_id == _FIRST_TASK:  # new envs for each pass: every task is a first play
             envs.update(_make_envs(decoder))
-        env = envs[_category(task_id)]
-        env.reset(seed=0, options={"task_id": task_id})
-        for message in scripts[task_id]:
-            _, reward, terminated, truncated, _ = env.step(message)
-        return terminated and not truncated and reward == 1.0
+        played = play_messages(envs[_category(task_id)], task_id, scripts[task_id])
+        return played.terminated and not played.truncated and played.reward == 1.0
 
     return run
 

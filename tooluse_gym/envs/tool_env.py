@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -406,3 +406,28 @@ def task_ids(env: gym.Env) -> list[str]:
 def protocol_card(env: gym.Env) -> ProtocolCard:
     """The protocol card a tooluse-gym env issues at every reset (before a reset sets its seed)."""
     return tool_use_env(env).protocol
+
+
+@dataclass(frozen=True)
+class PlayedMessages:
+    """What `play_messages` saw: the last step's reward and flags, and every step's info."""
+
+    reward: float
+    terminated: bool
+    truncated: bool
+    infos: tuple[dict[str, Any], ...]
+
+
+def play_messages(env: gym.Env, task_id: str, messages: Iterable[Any], seed: int = 0) -> PlayedMessages:
+    """Score a recorded transcript: play `messages` (actions, e.g. the assistant's texts) on task `task_id`.
+
+    Stops when the episode ends; messages left over are not played (``len(infos)`` says how many were).
+    """
+    env.reset(seed=seed, options={"task_id": task_id})
+    reward, terminated, truncated, infos = 0.0, False, False, []
+    for message in messages:
+        _, reward, terminated, truncated, info = env.step(message)
+        infos.append(info)
+        if terminated or truncated:
+            break
+    return PlayedMessages(float(reward), terminated, truncated, tuple(infos))
