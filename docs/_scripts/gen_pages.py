@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import inspect
 import re
 import sys
 from collections.abc import Callable
@@ -50,34 +49,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def _attribute_docs(cls: type) -> dict[str, str]:
-    """The ``Attributes:`` section of a Google-style class docstring, as name -> one line."""
-    doc = inspect.cleandoc(cls.__doc__ or "")
-    out: dict[str, str] = {}
-    in_section, current = False, None
-    for line in doc.splitlines():
-        if line.strip() == "Attributes:":
-            in_section = True
-            continue
-        if not in_section:
-            continue
-        if line.strip() and not line.startswith(" "):
-            break
-        match = re.match(r"^ {4}(\w+): (.*)$", line)
-        if match:
-            current = match.group(1)
-            out[current] = match.group(2).strip()
-        elif current and line.strip():
-            out[current] += " " + line.strip()
-    return {k: v.replace("``", "`") for k, v in out.items()}
-
-
 # --- the knob table -----------------------------------------------------------------------------
 
 
 def knobs_page() -> str:
     from tooluse_gym.envs import builder, multi_turn, scenario
-    from tooluse_gym.envs.knobs import CHOICES, Knobs
+    from tooluse_gym.envs.knobs import CHOICES, Knobs, knob_docs
     from tooluse_gym.prompts import SYSTEM_PROMPTS
 
     ids = {
@@ -85,7 +62,7 @@ def knobs_page() -> str:
         scenario.ENV_ID: scenario.DEFAULTS,
         builder.TASKS_ENV_ID: builder.TASKS_DEFAULTS,
     }
-    docs = _attribute_docs(Knobs)
+    docs = {k: v.replace("``", "`") for k, v in knob_docs().items()}
     rows = []
     for field in dataclasses.fields(Knobs):
         values = CHOICES.get(field.name)

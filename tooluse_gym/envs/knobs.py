@@ -181,6 +181,8 @@ def knob_docs() -> dict[str, str]:
     current = None
     section = inspect.cleandoc(Knobs.__doc__ or "").split("Attributes:", 1)[1]
     for line in section.splitlines():
+        if line.strip() and not line.startswith(" "):  # the section ends at the next unindented line
+            break
         match = re.match(r"^ {4}(\w+): (.*)$", line)
         if match:
             current = match.group(1)
