@@ -60,3 +60,15 @@ def test_the_moved_adapters_name_their_new_home():
 
     with pytest.raises(ImportError, match=r"tooluse_agents\.integrations import trl"):
         from tooluse_gym.integrations import trl  # noqa: F401
+
+
+def test_an_env_id_with_its_module_needs_no_import():
+    """Gymnasium 1.x imports the module named before the colon (its entry-point group is gone since 1.0)."""
+    code = (
+        "import sys, gymnasium as gym\n"
+        "env = gym.make('tooluse_gym:ToolUse-MultiTurn-v0', category='base')\n"
+        "obs, info = env.reset(seed=0)\n"
+        "print(info['protocol']['env_id'], [m for m in ('torch', 'vllm', 'transformers') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
+    assert out.stdout.strip() == "ToolUse-MultiTurn-v0 []"
