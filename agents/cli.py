@@ -222,6 +222,8 @@ def _command(args: argparse.Namespace) -> int:
             print(text)
             if data["protocol_differences"]:
                 print("WARNING: protocol cards differ (see above)", file=sys.stderr)
+            if data["left_out"]["a"]["episodes"] or data["left_out"]["b"]["episodes"]:
+                print("NOTE: the runs played different tasks or seeds; compared on those both played", file=sys.stderr)
     except (RunConflict, ValueError, FileNotFoundError, NotImplementedError) as e:
         print(f"tooluse-eval: error: {e}", file=sys.stderr)
         return 2

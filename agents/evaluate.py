@@ -28,6 +28,7 @@ from tooluse_agents.runs.results import (
     CategoryDiff,
     clean_caption,
     compare_results,
+    coverage_lines,
     format_clean_table,
     format_pass_table,
     format_table,
@@ -308,11 +309,16 @@ def known_issues_for(env_id: str | None) -> KnownIssues | None:
 
 
 def compare_runs(a: Path, b: Path) -> tuple[str, dict[str, Any]]:
-    """Per-category differences (B - A) with CIs, per-task disagreements, and protocol differences.
+    """Runs A and B on the episodes both played (B - A per category), disagreements, and what is left out.
 
-    For two BFCL runs, the differences over the clean subset (tasks the known-issues registry
-    does not list, recomputed from both runs' episodes with the current registry) follow the
-    official ones, and disagreeing tasks the registry lists are marked.
+    Returns the text to print and its data: protocol differences, what was compared and what was
+    left out of each run, the rows, the disagreements and (BFCL) the clean subset. Episodes are
+    paired by (task id, seed); only the pairs both runs hold are scored, per category and overall,
+    with B - A's 95% CI over the seeds of each seed's paired difference. The tasks, seeds,
+    categories and episodes only one run holds are counted and named, never scored: there is no
+    overall over two different task sets. For two BFCL runs, the differences over the clean subset
+    (tasks the known-issues registry does not list, with the current registry) follow the official
+    ones, and disagreeing tasks the registry lists are marked.
     """
     ra, rb = (json.loads((Path(p) / "results.json").read_text()) for p in (a, b))
     card_a, card_b = ProtocolCard.from_dict(ra["protocol"]), ProtocolCard.from_dict(rb["protocol"])
@@ -326,31 +332,37 @@ def compare_runs(a: Path, b: Path) -> tuple[str, dict[str, Any]]:
     registry = known_issues_for(ra["protocol"].get("env_id"))
     if known_issues_for(rb["protocol"].get("env_id")) is None:
         registry = None
-    c = compare_results((ra["summary"], rb["summary"]), (episodes[0], episodes[1]), registry)
+    c = compare_results((episodes[0], episodes[1]), registry)
     rows = _diff_rows(c.categories)
-    lines += ["Official score (all tasks):", ""]
-    lines += _diff_table(rows)
+    compared = [r["category"] for r in rows if r["category"] != "overall"]
+    lines += [*coverage_lines(c), ""]
+    if rows:
+        lines += ["Official score (all tasks), B - A paired by task and seed (95% CI over seeds):", ""]
+        lines += _diff_table(rows)
     clean: dict[str, Any] | None = None
     if c.registry_version is not None:
         excluded = list(c.excluded_tasks)
         clean = {"registry_version": c.registry_version, "excluded_tasks": excluded, "categories": _diff_rows(c.clean)}
-        lines += [
-            "",
-            f"Clean subset (tasks not in the known-issues registry {c.registry_version}; "
-            f"{len(excluded)} of the runs' tasks left out):",
-            "",
-        ]
-        lines += _diff_table(clean["categories"])
+        if rows:
+            lines += [
+                "",
+                f"Clean subset (tasks not in the known-issues registry {c.registry_version}; "
+                f"{len(excluded)} of the runs' tasks left out):",
+                "",
+            ]
+            lines += _diff_table(clean["categories"])
     lines += [
         "",
         f"{len(c.disagreements)} of {c.shared_tasks} shared tasks disagree "
-        "(mean reward across seeds >= 0.5 in one run only):",
+        "(mean reward across the seeds both runs played >= 0.5 in one run only):",
     ]
     for d in c.disagreements[:50]:
         mark = f"  [known issue: {d.known_issue}]" if d.known_issue else ""
         lines.append(f"  {d.task_id}: A {d.a:.2f}  B {d.b:.2f}{mark}")
     data = {
         "protocol_differences": {k: list(v) for k, v in differences.items()},
+        "compared": {"pairs": c.pairs, "tasks": c.shared_tasks, "seeds": list(c.seeds), "categories": compared},
+        "left_out": {"a": c.left_out[0].to_dict(), "b": c.left_out[1].to_dict()},
         "categories": rows,
         "disagreements": [dataclasses.asdict(d) for d in c.disagreements],
     }
@@ -360,9 +372,9 @@ def compare_runs(a: Path, b: Path) -> tuple[str, dict[str, Any]]:
 
 
 def _diff_rows(rows: Sequence[CategoryDiff]) -> list[dict[str, Any]]:
-    """B - A per category and overall, with the CI of the difference (rows where both runs have a score)."""
+    """B - A per category and overall with the paired CI of the difference, over the episodes both runs played."""
     return [
-        {"category": r.category, "a": r.a, "b": r.b, "diff": r.diff, "ci95": r.diff_ci}
+        {"category": r.category, "episodes": r.episodes, "a": r.a, "b": r.b, "diff": r.diff, "ci95": r.diff_ci}
         for r in rows
         if r.a is not None and r.b is not None
     ]

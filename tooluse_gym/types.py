@@ -54,7 +54,9 @@ class ParsedAction:
     """What the parser found in one assistant message.
 
     `calls` empty means the message contains no call: it ends the current user turn.
-    `failure` explains why nothing could be parsed when the text looked like an attempt.
+    `failure` explains why nothing could be parsed: under the ``bfcl`` decoder, BFCL's decoding
+    error for any message it fails on (a text reply too: that is how BFCL ends a turn); under the
+    lenient parser only when the text looked like an attempted call.
     """
 
     content: str

@@ -1,7 +1,8 @@
 """`CompareScreen`: two evaluation runs side by side.
 
-Accuracy per category with 95% CIs (for BFCL runs also over the clean subset: the tasks the
-known-issues registry does not list), the protocol cards with differing fields highlighted,
+Accuracy per category with 95% CIs over the episodes both runs played (the same task and seed;
+a warning says what either run holds beyond them), for BFCL runs also over the clean subset (the
+tasks the known-issues registry does not list), the protocol cards with differing fields highlighted,
 and the tasks the runs disagree on, marked when the registry lists them; `a`/`b` (or Enter
 for A) open a task's episode.
 """
@@ -21,6 +22,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Header, Static
 
+from tooluse_agents.runs.results import coverage_lines
 from tooluse_tui.data import EpisodeStore
 from tooluse_tui.runs import CategoryRow, Comparison, Disagreement, compare, load_results, short_name
 from tooluse_tui.table import Column, RowTable
@@ -163,12 +165,16 @@ class CompareScreen(EpisodeHost, Screen[None]):
         """Fill the panels from the comparison, with a warning when the protocol cards differ."""
         c = self.comparison = message.comparison
         differing = [row.key for row in c.card if row.differs]
-        warning = self.query_one("#warning", Static)
-        warning.display = bool(differing)
+        warnings = []
         if differing:
-            warning.update(
+            warnings.append(
                 f"⚠ the protocol cards differ in {', '.join(differing)}: these results are NOT directly comparable"
             )
+        if not c.same_episodes:
+            warnings.append("⚠ " + " ".join(coverage_lines(c)))
+        warning = self.query_one("#warning", Static)
+        warning.display = bool(warnings)
+        warning.update("\n".join(warnings))
         self.query_one("#card", Static).update(card_table(c))
         accuracy = self.query_one("#accuracy", Static)
         accuracy.update(accuracy_table(c))

@@ -143,7 +143,9 @@ def compare(
 ) -> Comparison:
     """Per-category accuracy with CIs, protocol card fields, and the tasks the two runs disagree on.
 
-    The numbers are `tooluse_agents.runs.results.compare_results`', the same as `tooluse-eval compare`'s.
+    Scored over the (task, seed) pairs both runs played, from the episodes (`results` gives the
+    protocol cards); what only one run holds is in ``left_out``. The numbers are
+    `tooluse_agents.runs.results.compare_results`', the same as `tooluse-eval compare`'s.
     """
     card_a, card_b = (dict(r.get("protocol") or {}) for r in results)
     keys = [*card_a, *(k for k in card_b if k not in card_a)]
@@ -151,7 +153,7 @@ def compare(
     bfcl = all(is_bfcl_run(c) for c in (card_a, card_b))
     registry = known_issues() if bfcl else None
     episodes = ([_episode(s) for s in summaries[0]], [_episode(s) for s in summaries[1]])
-    core = compare_results((results[0].get("summary") or {}, results[1].get("summary") or {}), episodes, registry)
+    core = compare_results(episodes, registry)
     return Comparison(**{f.name: getattr(core, f.name) for f in dataclasses.fields(core)}, names=names, card=card)
 
 

@@ -108,7 +108,10 @@ def user_text(turn: TurnEntry) -> Text:
 
 
 def step_text(frame: Frame, *, show_reasoning: bool, show_full: bool) -> Text:
-    """An assistant step: its text (reasoning folded), each parsed call and each tool result."""
+    """An assistant step: its text (reasoning folded), each parsed call and each tool result.
+
+    A step without calls closes its turn and says so, with the decoder's reason when it gave one.
+    """
     step = frame.step
     text = Text()
     tokens = f"{step.prompt_tokens}+{step.completion_tokens} tok"
@@ -122,8 +125,10 @@ def step_text(frame: Frame, *, show_reasoning: bool, show_full: bool) -> Text:
         else:
             text.append(f"▸ reasoning ({len(reasoning)} chars, r to unfold)\n", style="magenta")
     text.append(answer or "(empty message)")
-    if step.parse_failure:
-        text.append(f"\n⚠ parse failure: {step.parse_failure}", style="bold yellow")
+    if not step.calls:  # a message without calls ends its user turn (as in BFCL): not a failure
+        text.append("\n↵ ends the turn", style="bold cyan")
+        if step.parse_failure:  # why the decoder found no call (under bfcl, BFCL's error for any text reply)
+            text.append(f"  no calls: {step.parse_failure}", style="dim")
     results = step.results
     for i, call in enumerate(step.calls):
         text.append("\n→ ", style="bold blue")

@@ -109,7 +109,9 @@ class StepEntry:
         assistant: The message text.
         calls: The decoded calls (``name``, ``arguments``, and ``source``, ``error``, ... when set).
         results: One result string per call.
-        parse_failure: Why nothing could be decoded, when the text looked like an attempt.
+        parse_failure: Why no call was decoded (the message then ended its turn): under the ``bfcl``
+            decoder BFCL's decoding error, for any message it fails on (a text reply too, which is how
+            BFCL ends a turn); under ``lenient`` only when the text looked like an attempted call.
         prompt_tokens, completion_tokens, latency_s: What the message cost.
         extra: Any other keys, kept as written.
     """

@@ -305,34 +305,42 @@ def _ci(value: float | None) -> str:
 
 
 # --- two runs side by side (`tooluse-eval compare` and the TUI's compare view) ---------------
+#
+# Two runs are compared on the episodes both played: the (task id, seed) pairs both hold. Each
+# pair is one task played under one seed by A and by B, so per seed the two accuracies are over
+# the same tasks and their difference is paired; the 95% CI of B - A is Student's t over those
+# per-seed differences (`spread`). What only one run holds is counted (`LeftOut`), never scored.
+
+Pair = tuple[str, int]
+"""(task id, seed): the unit two runs are paired on."""
 
 
 @dataclass(frozen=True)
 class CategoryDiff:
-    """Accuracy of one category (or ``overall``) in runs A and B: fractions, CI half-widths (None: unknown)."""
+    """Accuracy of one category (or ``overall``) in runs A and B over the episodes both played.
+
+    Fractions; ``a_ci``, ``b_ci`` and ``diff_ci`` are 95% CI half-widths over seeds (None with one seed).
+    """
 
     category: str
     a: float | None
     a_ci: float | None
     b: float | None
     b_ci: float | None
+    diff_ci: float | None = None
+    """95% half-width of B - A, paired: Student's t over the seeds of each seed's difference on the same tasks."""
+    episodes: int = 0
+    """The (task, seed) pairs the row is computed over."""
 
     @property
     def diff(self) -> float | None:
         """The difference b - a, or None when either is missing."""
         return None if self.a is None or self.b is None else self.b - self.a
 
-    @property
-    def diff_ci(self) -> float | None:
-        """95% half-width of B - A, treating the runs as independent."""
-        if self.a_ci is None or self.b_ci is None:
-            return None
-        return (self.a_ci**2 + self.b_ci**2) ** 0.5
-
 
 @dataclass(frozen=True)
 class Disagreement:
-    """A task solved (mean reward >= 0.5 across seeds) in one run only."""
+    """A task solved (mean reward >= 0.5 across the seeds both runs played) in one run only."""
 
     task_id: str
     a: float
@@ -342,16 +350,65 @@ class Disagreement:
 
 
 @dataclass(frozen=True)
-class RunComparison:
-    """What two runs' summaries and episodes say side by side.
+class LeftOut:
+    """What one run holds that a comparison leaves out: its episodes whose (task, seed) the other run lacks.
 
     Attributes:
-        categories: Per category, then ``overall`` (official score: all tasks).
+        episodes: Its episodes left out.
+        tasks: Its task ids the other run did not play.
+        seeds: Its seeds the other run did not play.
+        categories: Its categories with no episode compared (no row in the comparison).
+    """
+
+    episodes: int = 0
+    tasks: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+    categories: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (lists)."""
+        return {
+            "episodes": self.episodes,
+            "tasks": list(self.tasks),
+            "seeds": list(self.seeds),
+            "categories": list(self.categories),
+        }
+
+    def describe(self, other: str) -> str:
+        """One phrase: what is left out, with `other` the other run's name ("none" when nothing)."""
+        if not self.episodes:
+            return "none"
+        parts = []
+        if self.tasks or self.seeds:
+            played = [_count(len(self.tasks), "task")] if self.tasks else []
+            if self.seeds:
+                played.append(f"{_count(len(self.seeds), 'seed')} ({', '.join(map(str, self.seeds))})")
+            parts.append(f"{' and '.join(played)} that {other} did not play")
+        if self.categories:
+            categories = _count(len(self.categories), "category", "categories")
+            parts.append(f"{categories} with no episode compared ({', '.join(self.categories)})")
+        return f"{_count(self.episodes, 'episode')}" + (f": {'; '.join(parts)}" if parts else "")
+
+
+def _count(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """What two runs' episodes say side by side, over the (task, seed) pairs both played.
+
+    Attributes:
+        categories: Per category with a pair, then ``overall`` (official score: all those tasks); empty
+            when no pair is shared.
         disagreements: Shared tasks solved in one run only, in task-id order.
-        shared_tasks: Tasks both runs played.
+        shared_tasks: Tasks with a pair both runs played.
         clean: The same rows over the clean subset (empty without a registry).
         registry_version: The known-issues registry the clean subset leaves out (None: none given).
         excluded_tasks: The tasks of either run that the registry lists.
+        pairs: The (task, seed) pairs compared (one episode of each run each).
+        seeds: The seeds of those pairs.
+        left_out: What runs A and B hold beyond them.
     """
 
     categories: tuple[CategoryDiff, ...]
@@ -360,52 +417,115 @@ class RunComparison:
     clean: tuple[CategoryDiff, ...] = ()
     registry_version: str | None = None
     excluded_tasks: tuple[str, ...] = ()
+    pairs: int = 0
+    seeds: tuple[int, ...] = ()
+    left_out: tuple[LeftOut, LeftOut] = (LeftOut(), LeftOut())
+
+    @property
+    def same_episodes(self) -> bool:
+        """Both runs hold the same (task, seed) pairs: nothing is left out."""
+        return not (self.left_out[0].episodes or self.left_out[1].episodes)
 
 
-def compare_results(
-    summaries: tuple[Mapping[str, Any], Mapping[str, Any]],
-    episodes: tuple[Episodes, Episodes],
-    known_issues: KnownIssues | None = None,
-) -> RunComparison:
-    """Runs A and B compared: per-category accuracy, disagreeing tasks, and (with a registry) the clean subset.
+def compare_results(episodes: tuple[Episodes, Episodes], known_issues: KnownIssues | None = None) -> RunComparison:
+    """Runs A and B compared on the (task, seed) pairs both played, and what each holds beyond them.
 
-    `summaries` are `summarize` outputs; `episodes` need ``task_id``, ``category``, ``seed`` and ``reward``.
+    Per category and overall, both accuracies and the paired difference; the disagreeing tasks;
+    with a registry, the same rows over the clean subset. `episodes` need ``task_id``, ``category``,
+    ``seed`` and ``reward``; a pair a run played more than once counts with its mean reward.
     """
-    episodes = (as_records(episodes[0]), as_records(episodes[1]))
-    means = [task_means(e) for e in episodes]
-    shared = sorted(set(means[0]) & set(means[1]))
+    runs = (as_records(episodes[0]), as_records(episodes[1]))
+    a, b = _by_pair(runs[0]), _by_pair(runs[1])
+    both = a.keys() & b.keys()
+    shared = sorted(both)
+    means = [task_means([e for e in run if (e.task_id, e.seed) in both]) for run in runs]
+    tasks = sorted({t for t, _ in shared})
 
     def kind(task_id: str) -> str | None:
         entry = known_issues.get(task_id) if known_issues is not None else None
         return entry.kind if entry is not None else None
 
-    disagree = tuple(
-        Disagreement(t, means[0][t], means[1][t], kind(t))
-        for t in shared
-        if (means[0][t] >= 0.5) != (means[1][t] >= 0.5)
-    )
-    rows = category_diffs(*summaries)
-    if known_issues is None:
-        return RunComparison(rows, disagree, len(shared))
-    clean = [clean_subset(e, known_issues) for e in episodes]
+    excluded = {e.task_id for run in runs for e in run if known_issues is not None and e.task_id in known_issues}
     return RunComparison(
-        rows,
-        disagree,
-        len(shared),
-        clean=category_diffs(clean[0], clean[1]),
-        registry_version=known_issues.version,
-        excluded_tasks=tuple(sorted(set(clean[0]["excluded_tasks"]) | set(clean[1]["excluded_tasks"]))),
+        categories=_paired_rows(a, b, shared),
+        disagreements=tuple(
+            Disagreement(t, means[0][t], means[1][t], kind(t))
+            for t in tasks
+            if (means[0][t] >= 0.5) != (means[1][t] >= 0.5)
+        ),
+        shared_tasks=len(tasks),
+        clean=_paired_rows(a, b, [p for p in shared if p[0] not in excluded]) if known_issues is not None else (),
+        registry_version=known_issues.version if known_issues is not None else None,
+        excluded_tasks=tuple(sorted(excluded)),
+        pairs=len(shared),
+        seeds=tuple(sorted({s for _, s in shared})),
+        left_out=(_left_out(runs[0], a, b), _left_out(runs[1], b, a)),
     )
 
 
-def category_diffs(sa: Mapping[str, Any], sb: Mapping[str, Any]) -> tuple[CategoryDiff, ...]:
-    """A row per category of either summary (sorted), then ``overall``."""
-    cats_a, cats_b = sa.get("categories") or {}, sb.get("categories") or {}
+def coverage_lines(c: RunComparison) -> list[str]:
+    """What a comparison scores (the episodes both runs played) and what it leaves out of each run."""
+    seeds = f"{'seed' if len(c.seeds) == 1 else 'seeds'} {', '.join(map(str, c.seeds))}"
+    categories = _count(sum(r.category != "overall" for r in c.categories), "category", "categories")
+    what = f"{c.pairs} (task, seed) pairs ({_count(c.shared_tasks, 'task')}; {seeds}; {categories})"
+    if not c.pairs:
+        head = "No episode of A has the task and seed of an episode of B: there is nothing to compare."
+    elif c.same_episodes:
+        return [f"Both runs played the same {what}."]
+    else:
+        head = (
+            f"The runs played different tasks or seeds. Compared: the {what} both played; "
+            "every score below is over these only."
+        )
+    return [
+        head,
+        f"Only in A, left out: {c.left_out[0].describe('B')}.",
+        f"Only in B, left out: {c.left_out[1].describe('A')}.",
+    ]
+
+
+def _by_pair(episodes: Sequence[EpisodeRecord]) -> dict[Pair, tuple[str, float]]:
+    """(category, mean reward) per (task, seed) a run played."""
+    rewards: dict[Pair, list[float]] = defaultdict(list)
+    categories: dict[Pair, str] = {}
+    for e in episodes:
+        rewards[(e.task_id, e.seed)].append(e.reward)
+        categories.setdefault((e.task_id, e.seed), e.category)
+    return {p: (categories[p], statistics.fmean(v)) for p, v in rewards.items()}
+
+
+def _left_out(
+    run: Sequence[EpisodeRecord], mine: Mapping[Pair, tuple[str, float]], other: Mapping[Pair, Any]
+) -> LeftOut:
+    """What `run` (whose pairs are `mine`) holds beyond the pairs `other` also holds."""
+    compared = {category for p, (category, _) in mine.items() if p in other}
+    return LeftOut(
+        episodes=sum((e.task_id, e.seed) not in other for e in run),
+        tasks=tuple(sorted({t for t, _ in mine} - {t for t, _ in other})),
+        seeds=tuple(sorted({s for _, s in mine} - {s for _, s in other})),
+        categories=tuple(sorted({c for c, _ in mine.values()} - compared)),
+    )
+
+
+def _paired_rows(
+    a: Mapping[Pair, tuple[str, float]], b: Mapping[Pair, tuple[str, float]], pairs: Sequence[Pair]
+) -> tuple[CategoryDiff, ...]:
+    """A row per category of `pairs` (sorted), then ``overall``; none without pairs."""
+    rewards: tuple[dict[tuple[str, int], list[float]], ...] = (defaultdict(list), defaultdict(list))
+    for task_id, seed in pairs:
+        category = a[(task_id, seed)][0]
+        for side, run in zip(rewards, (a, b), strict=True):
+            side[(category, seed)].append(run[(task_id, seed)][1])
+    (_, cats_a, overall_a), (_, cats_b, overall_b) = _accuracy(rewards[0]), _accuracy(rewards[1])
+    if not cats_a:
+        return ()
     rows = []
-    for name in [*sorted(set(cats_a) | set(cats_b)), "overall"]:
-        x = (sa.get("overall") if name == "overall" else cats_a.get(name)) or {}
-        y = (sb.get("overall") if name == "overall" else cats_b.get(name)) or {}
-        rows.append(CategoryDiff(name, x.get("mean"), x.get("ci95"), y.get("mean"), y.get("ci95")))
+    for name, x, y in [*((c, cats_a[c], cats_b[c]) for c in cats_a), ("overall", overall_a, overall_b)]:
+        per_seed_diff = [y["per_seed"][s] - x["per_seed"][s] for s in x["per_seed"]]
+        episodes = x.get("episodes", len(pairs))
+        rows.append(
+            CategoryDiff(name, x["mean"], x["ci95"], y["mean"], y["ci95"], spread(per_seed_diff)["ci95"], episodes)
+        )
     return tuple(rows)
 
 

@@ -216,6 +216,61 @@ def test_compare_shows_the_official_and_the_clean_differences(tmp_path, capsys):
     assert "multi_turn_miss_param_4: A 0.50  B 0.00  [known issue: wrong_ground_truth]" in clean
 
 
+def test_compare_scores_only_the_tasks_and_seeds_both_runs_played(tmp_path, capsys):
+    """Issue 43: A played 2 categories under 2 seeds, B 4 categories under 3 (`tests/agents/differing_runs.py`).
+
+    Before, compare printed each run's own overall (A 54.2, B 37.5: -16.7 points between different
+    task sets), dropped the categories only B has, and counted nothing that was left out.
+    """
+    from tests.agents.differing_runs import write_runs
+    from tooluse_agents.evaluate import compare_runs
+
+    runs = write_runs(tmp_path)
+    assert run("compare", *map(str, runs)) == 0
+    captured = capsys.readouterr()
+    official, clean = captured.out.split("Clean subset")
+    # on the pairs both played: A base (0.5, 1.0) by seed, B (1.0, 0.5); miss_func A (0.5, 0), B (1.0, 0.5);
+    # overall A (0.5, 0.5), B (1.0, 0.5). 95% CI: 12.706 * std of the per-seed differences / sqrt(2)
+    assert "| base | 75.0 | 75.0 | +0.0 | ±635.3 |" in official  # differences +0.5, -0.5
+    assert "| miss_func | 25.0 | 75.0 | +50.0 | ±0.0 |" in official
+    assert "| overall | 50.0 | 75.0 | +25.0 | ±317.6 |" in official  # differences +0.5, 0.0
+    table = official.split("|---|")[-1]
+    assert "miss_param" not in table and "long_context" not in table
+    # without multi_turn_base_4 (a known issue): base A (1, 1), B (1, 0); overall A (0.75, 0.5), B (1.0, 0.25)
+    assert "1 of the runs' tasks left out" in clean and "| base | 100.0 | 50.0 | -50.0 | ±635.3 |" in clean
+    assert "| overall | 62.5 | 62.5 | +0.0 | ±317.6 |" in clean
+    # over seeds 0 and 1 base_0 is A 1.0, B 0.5: both solve it; miss_func_0 is A 0.0, B 1.0
+    assert "1 of 4 shared tasks disagree" in clean and "multi_turn_miss_func_0: A 0.00  B 1.00" in clean
+    assert "Compared: the 8 (task, seed) pairs (4 tasks; seeds 0, 1; 2 categories) both played" in official
+    assert "Only in A, left out: 2 episodes: 1 task that B did not play." in official
+    assert (
+        "Only in B, left out: 10 episodes: 2 tasks and 1 seed (2) that A did not play; "
+        "2 categories with no episode compared (long_context, miss_param)." in official
+    )
+    assert "NOTE: the runs played different tasks or seeds" in captured.err
+    _, data = compare_runs(*runs)
+    assert data["compared"] == {"pairs": 8, "tasks": 4, "seeds": [0, 1], "categories": ["base", "miss_func"]}
+    assert data["left_out"] == {
+        "a": {"episodes": 2, "tasks": ["multi_turn_base_2"], "seeds": [], "categories": []},
+        "b": {
+            "episodes": 10,
+            "tasks": ["multi_turn_long_context_0", "multi_turn_miss_param_0"],
+            "seeds": [2],
+            "categories": ["long_context", "miss_param"],
+        },
+    }
+    rows = {r["category"]: r for r in data["categories"]}
+    assert rows["overall"] == {
+        "category": "overall",
+        "episodes": 8,
+        "a": 0.5,
+        "b": 0.75,
+        "diff": 0.25,
+        "ci95": pytest.approx(12.706 * 0.25),
+    }
+    assert [r["category"] for r in data["clean"]["categories"]] == ["base", "miss_func", "overall"]
+
+
 def test_backend_logs_and_warnings_are_hidden_unless_verbose(tmp_path, monkeypatch):
     from tooluse_agents import evaluate
 

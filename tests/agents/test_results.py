@@ -141,7 +141,7 @@ def test_compare_results_by_hand():
         {("multi_turn_base_0", "base"): (0, 0), ("multi_turn_base_4", "base"): (1, 1), ("mf_1", "miss_func"): (1, 1)}
     )
     registry = load_known_issues()
-    c = compare_results((summarize(a), summarize(b)), (a, b), registry)
+    c = compare_results((a, b), registry)
     rows = {r.category: r for r in c.categories}
     assert [r.category for r in c.categories] == ["base", "miss_func", "overall"]
     assert (rows["base"].a, rows["base"].b, rows["base"].diff) == (0.5, 0.5, 0.0)
@@ -158,8 +158,76 @@ def test_compare_results_by_hand():
     clean = {r.category: r for r in c.clean}
     assert (clean["base"].a, clean["base"].b) == (1.0, 0.0) and (clean["overall"].a, clean["overall"].b) == (0.75, 0.5)
     assert c.registry_version == registry.version
-    without = compare_results((summarize(a), summarize(b)), (a, b))
+    without = compare_results((a, b))
     assert without.clean == () and without.registry_version is None and without.disagreements[1].known_issue is None
+
+
+def test_compare_results_pairs_episodes_by_task_and_seed_and_counts_what_only_one_run_holds():
+    """Issue 43: runs with different categories, tasks and seeds are scored on what both played."""
+    from tests.agents.differing_runs import A, B, episodes
+    from tooluse_agents.runs.results import LeftOut, compare_results, coverage_lines
+
+    c = compare_results((episodes(A), episodes(B)))
+    assert (c.pairs, c.seeds, c.shared_tasks) == (8, (0, 1), 4) and not c.same_episodes
+    assert c.left_out == (
+        LeftOut(episodes=2, tasks=("multi_turn_base_2",)),
+        LeftOut(
+            episodes=10,  # seed 2 of the 6 tasks, and miss_param_0 and long_context_0 under seeds 0 and 1
+            tasks=("multi_turn_long_context_0", "multi_turn_miss_param_0"),
+            seeds=(2,),
+            categories=("long_context", "miss_param"),
+        ),
+    )
+    rows = {r.category: r for r in c.categories}
+    assert list(rows) == ["base", "miss_func", "overall"]  # no row, and no overall, over tasks one run lacks
+    # base, on base_0 and base_4: A seed 0 (1 + 0) / 2, seed 1 (1 + 1) / 2; B seed 0 (1 + 1) / 2, seed 1 (0 + 1) / 2
+    base = rows["base"]
+    assert (base.a, base.b, base.diff, base.episodes) == (0.75, 0.75, 0.0, 4)
+    # per-seed differences (+0.5, -0.5): std sqrt(0.5), t(1 df) 12.706, so 12.706 * sqrt(0.5) / sqrt(2)
+    assert base.diff_ci == pytest.approx(12.706 * 0.5)
+    assert base.a_ci == pytest.approx(12.706 * 0.25)  # A's seeds (0.5, 1.0)
+    # miss_func: A (0.5, 0.0), B (1.0, 0.5): the same +0.5 under both seeds
+    mf = rows["miss_func"]
+    assert (mf.a, mf.b, mf.diff, mf.diff_ci) == (0.25, 0.75, 0.5, 0.0)
+    # overall per seed = mean of the categories: A (0.5, 0.5), B (1.0, 0.5); differences (+0.5, 0.0)
+    overall = rows["overall"]
+    assert (overall.a, overall.b, overall.diff, overall.episodes) == (0.5, 0.75, 0.25, 8)
+    assert overall.diff_ci == pytest.approx(12.706 * 0.25)
+    # on the seeds both played, only miss_func_0 is solved by one run (base_0: A 1.0, B 0.5 over seeds 0 and 1)
+    assert [(d.task_id, d.a, d.b) for d in c.disagreements] == [("multi_turn_miss_func_0", 0.0, 1.0)]
+    assert coverage_lines(c) == [
+        "The runs played different tasks or seeds. Compared: the 8 (task, seed) pairs (4 tasks; seeds 0, 1; "
+        "2 categories) both played; every score below is over these only.",
+        "Only in A, left out: 2 episodes: 1 task that B did not play.",
+        "Only in B, left out: 10 episodes: 2 tasks and 1 seed (2) that A did not play; "
+        "2 categories with no episode compared (long_context, miss_param).",
+    ]
+
+
+def test_compare_results_of_runs_with_the_same_episodes_gives_their_summaries_numbers():
+    from tooluse_agents.runs.results import LeftOut, compare_results, coverage_lines
+
+    a = _clean_episodes()
+    b = [{**e, "reward": 1.0 - e["reward"]} if e["task_id"] in ("t2", "x3") else e for e in a]
+    c = compare_results((a, b))
+    assert c.same_episodes and c.left_out == (LeftOut(), LeftOut()) and (c.pairs, c.seeds) == (12, (0, 1))
+    sa, sb = summarize(a), summarize(b)
+    for row in c.categories:
+        x = sa["overall"] if row.category == "overall" else sa["categories"][row.category]
+        y = sb["overall"] if row.category == "overall" else sb["categories"][row.category]
+        assert (row.a, row.a_ci, row.b, row.b_ci) == (x["mean"], x["ci95"], y["mean"], y["ci95"])
+        diffs = [y["per_seed"][s] - x["per_seed"][s] for s in ("0", "1")]
+        assert row.diff_ci == spread(diffs)["ci95"]
+    assert coverage_lines(c) == ["Both runs played the same 12 (task, seed) pairs (6 tasks; seeds 0, 1; 3 categories)."]
+
+
+def test_compare_results_without_a_shared_task_and_seed_scores_nothing():
+    from tooluse_agents.runs.results import compare_results, coverage_lines
+
+    c = compare_results(([ep("base", 0, 1.0, task_id="t1")], [ep("base", 1, 0.0, task_id="t1")]))
+    assert c.categories == () and c.pairs == 0 and c.disagreements == ()
+    assert c.left_out[0].episodes == 1 and c.left_out[0].seeds == (0,) and c.left_out[0].tasks == ()
+    assert coverage_lines(c)[0].startswith("No episode of A has the task and seed of an episode of B")
 
 
 def test_failure_banner_says_a_run_failed_or_how_many_episodes_did():

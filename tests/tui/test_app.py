@@ -239,6 +239,30 @@ def test_compare_view_shows_differences_and_opens_episodes(data):
     drive(app, script)
 
 
+def test_compare_view_scores_what_both_runs_played_and_says_what_it_left_out(tmp_path):
+    """Issue 43: the runs of `tests/agents/differing_runs.py` (different categories, tasks and seeds)."""
+    from tests.agents.differing_runs import write_runs
+
+    app = make_app(*write_runs(tmp_path))
+
+    async def script(pilot):
+        text = await shown(
+            pilot,
+            "⚠ The runs played different tasks or seeds. Compared: the 8 (task, seed) pairs",
+            "1 of 4 shared tasks disagree",
+            absent=("the protocol cards differ",),
+        )
+        compact = " ".join(text.split())
+        assert "Only in A, left out: 2 episodes: 1 task that B did not play." in compact
+        assert "2 categories with no episode compared (long_context, miss_param)" in compact
+        c = app.screen.comparison
+        rows = {r.category: (r.a, r.b) for r in c.categories}
+        assert rows == {"base": (0.75, 0.75), "miss_func": (0.25, 0.75), "overall": (0.5, 0.75)}
+        assert [d.task_id for d in _rows(app)] == ["multi_turn_miss_func_0"]
+
+    drive(app, script)
+
+
 def test_main_reports_bad_paths(tmp_path, capsys):
     assert main([str(tmp_path / "nope")]) == 2
     assert "tooluse-tui:" in capsys.readouterr().err

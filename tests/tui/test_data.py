@@ -178,6 +178,30 @@ def test_transcript_frames_failures_and_folds(data):
     assert transcript.fold(long, False).endswith("(+10 chars, o to unfold)") and transcript.fold(long, True) == long
 
 
+def test_a_message_without_calls_is_shown_closing_its_turn_not_as_a_parse_failure(tmp_path, data):
+    """Issue 43: the oracle's valid episode under the bfcl decoder showed "⚠ parse failure" on each "Done."."""
+    from tooluse_agents.evaluate import EvalConfig, run_eval
+
+    run_eval(EvalConfig(agent="oracle", task_ids=("multi_turn_base_0",)), tmp_path / "run", progress=False)
+    record = _episodes(tmp_path / "run" / "episodes.jsonl")[0]
+    assert record.reward == 1.0 and record.protocol["decoder"] == "bfcl"
+    closing = [f for f in transcript.frames(record) if not f.step.calls]
+    assert closing and all(f.last_in_turn for f in closing)  # the oracle ends each turn with "Done."
+    for frame in closing:
+        # BFCL's decoder fails on any text reply, and that is how a turn ends: the record keeps its reason
+        assert frame.step.assistant == "Done." and frame.step.parse_failure == "not a Python call list (SyntaxError)"
+        text = transcript.step_text(frame, show_reasoning=False, show_full=False).plain
+        assert text.endswith("Done.\n↵ ends the turn  no calls: not a Python call list (SyntaxError)")
+        assert "parse failure" not in text
+    calling = next(f for f in transcript.frames(record) if f.step.calls)
+    assert "ends the turn" not in transcript.step_text(calling, show_reasoning=False, show_full=False).plain
+    # a malformed call list (lenient decoder: a reason only for an attempted call) ends its turn too
+    runs = _episodes(data / "run_a" / "episodes.jsonl")
+    bent = next(r for r in runs if (r.task_id, r.seed) == ("multi_turn_miss_param_0", 1))
+    malformed = transcript.step_text(transcript.frames(bent)[0], show_reasoning=False, show_full=False).plain
+    assert malformed.endswith("[cd(folder=]\n↵ ends the turn  no calls: not a Python call list (SyntaxError)")
+
+
 def test_transcript_of_an_episode_without_steps(data):
     records = _episodes(data / "run_a" / "episodes.jsonl")
     timed_out = next(r for r in records if r.error and not r.turns)
