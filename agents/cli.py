@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import sys
 import warnings
 from collections.abc import Iterator
@@ -180,10 +181,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """The `tooluse-eval` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
-    with contextlib.nullcontext() if args.command in ("compare", "export") or args.verbose else quiet_backends():
-        return _command(args)
+    try:
+        with contextlib.nullcontext() if args.command in ("compare", "export") or args.verbose else quiet_backends():
+            return _command(args)
+    except KeyboardInterrupt:
+        if args.command not in ("run", "sweep"):
+            print("tooluse-eval: interrupted", file=sys.stderr)
+            return 130
+        print(
+            f"tooluse-eval: interrupted; the episodes played so far are kept in {args.out}; run the same command "
+            f"to resume: {shlex.join(['tooluse', 'eval', *argv])}",
+            file=sys.stderr,
+        )
+        return 130
 
 
 def _command(args: argparse.Namespace) -> int:

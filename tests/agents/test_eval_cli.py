@@ -83,8 +83,56 @@ def test_changed_configuration_is_refused(tmp_path, capsys):
     out = tmp_path / "conflict"
     assert run("run", "--agent", "oracle", "--limit", "1", "--out", str(out)) == 0
     assert run("run", "--agent", "oracle", "--limit", "1", "--template", "context", "--out", str(out)) == 2
-    assert "differs in protocol" in capsys.readouterr().err
+    assert (
+        "another configuration: protocol.template 'native' -> 'context' (stored -> this run)" in capsys.readouterr().err
+    )
     assert run("run", "--agent", "oracle", "--limit", "1", "--template", "context", "--out", str(out), "--force") == 0
+
+
+def test_a_run_refused_for_bad_input_writes_nothing_so_the_corrected_command_runs(tmp_path, capsys):
+    out = tmp_path / "fresh"
+    assert run("run", "--agent", "oracle", "--task-ids", "multi_turn_base_9999", "--out", str(out)) == 2
+    assert "unknown task ids" in capsys.readouterr().err and not out.exists()
+    assert run("run", "--agent", "oracle", "--limit", "0", "--out", str(out)) == 2
+    assert "--limit 0: tasks per category, >= 1" in capsys.readouterr().err and not out.exists()
+    assert run("run", "--agent", "oracle", "--task-ids", "multi_turn_base_1", "--out", str(out)) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    # refused again on an existing run folder: it stays as it was, and --force discards nothing
+    for bad in (["--task-ids", "multi_turn_base_9999"], ["--task-ids", "multi_turn_base_1", "--num-envs", "0"]):
+        assert run("run", "--agent", "oracle", *bad, "--out", str(out), "--force") == 2
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert "--num-envs 0" in capsys.readouterr().err
+
+
+def test_a_resumed_run_says_how_many_episodes_it_skipped_and_ctrl_c_says_how_to_resume(tmp_path, capsys, monkeypatch):
+    from tooluse_agents import evaluate
+
+    out = tmp_path / "stopped"
+    argv = ["run", "--agent", "oracle", "--task-ids", "multi_turn_base_1", "multi_turn_base_2", "multi_turn_base_3"]
+    argv += ["--out", str(out), "--num-envs", "1", "--no-progress"]
+    real = evaluate.run_rollouts
+
+    def stopped_after_one(*args, on_episode, **kwargs):
+        def then_ctrl_c(episode):
+            on_episode(episode)
+            raise KeyboardInterrupt
+
+        return real(*args, on_episode=then_ctrl_c, **kwargs)
+
+    monkeypatch.setattr(evaluate, "run_rollouts", stopped_after_one)
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        f"tooluse-eval: interrupted; the episodes played so far are kept in {out}; run the same command to resume: "
+        f"tooluse eval {' '.join(argv)}"
+    )
+    assert len((out / "episodes.jsonl").read_text().splitlines()) == 1
+    monkeypatch.undo()
+    assert main(argv) == 0
+    assert f"resuming {out}: 1 of 3 episodes already done, skipped; 2 to play" in capsys.readouterr().err
+    assert main(argv) == 0
+    assert f"resuming {out}: 3 of 3 episodes already done, skipped; 0 to play" in capsys.readouterr().err
+    assert json.loads((out / "results.json").read_text())["summary"]["episodes"] == 3
 
 
 def test_run_json_keeps_its_shape_and_older_files_resume_under_an_equal_protocol(tmp_path):

@@ -71,7 +71,7 @@ def check_type(knob: str, value: object, hint: object) -> None:
     for kind in allowed:
         if kind is int and isinstance(value, bool):
             continue
-        if isinstance(value, kind):  # type: ignore[arg-type]
+        if isinstance(value, kind):
             return
     wanted = " or ".join(_TYPE_WORDS.get(kind, getattr(kind, "__name__", str(kind))) for kind in allowed)
     raise ValueError(f"{knob} must be {wanted}; got {value!r} ({type(value).__name__})")
