@@ -68,3 +68,11 @@ def test_ctrl_c_prints_one_line_with_the_resume_command_and_the_resumed_run_says
         f"run the same command to resume: {shlex.join(['tooluse', 'train', *longer])}"
     )
     assert "Traceback" not in err
+
+    # another setting is refused by its dotted key and values, saying how to start afresh
+    assert main([*argv, "grpo.group_size=4"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"tooluse-train: {config_file.parent / 'run'} holds a run with another configuration: grpo.group_size 2 -> 4 "
+        "(stored -> this run); to start afresh give another run_dir (run_dir=runs/NEW); to resume this one, run with "
+        "its stored settings (only epochs, max_steps, budget_s may change)"
+    )
