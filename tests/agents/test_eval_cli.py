@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import warnings
 
@@ -323,3 +324,25 @@ def test_a_run_whose_every_episode_failed_says_so_above_the_table(tmp_path, caps
     assert code == 1 and banner in printed and printed.index(banner) < printed.index("| category |")
     assert "The run failed; this is not a score of 0." in printed
     assert banner in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_every_option_of_run_and_sweep_says_what_it_does_and_its_default(command):
+    import argparse
+
+    from tooluse_agents.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    undocumented = [a.option_strings[0] for a in sub._actions if a.option_strings and not a.help]
+    assert undocumented == []
+    text = " ".join(sub.format_help().split())
+    for shown in (
+        "sampling temperature; 0: greedy (default: 0.7)",
+        "per assistant message (default: 512)",
+        "a seed fixes all sampling (default: 0)",
+        "(the most requests in flight) (default: 8)",
+        "excluded functions. (default: False)",  # a knob's own note, not repeated
+        "async where possible (default: auto)",
+    ):
+        assert shown in text, shown
+    assert not re.search(r"default: [^()]*\)\s*\(default:", text)  # no option says its default twice
