@@ -98,11 +98,15 @@ def warn_if_mistyped_prompt(prompt: str) -> None:
 class Knobs:
     """Every choice that changes what the model sees or how its messages are scored.
 
+    Every value is checked against its declared type (`check_type`: ``strict_tools="yes"`` is a
+    `ValueError` naming the knob) and, for the knobs in `CHOICES`, against their values.
+
     Attributes:
         template: ``native`` (role-separated messages) | ``context`` (history in one user message).
         reasoning: Earlier ``<think>`` content: ``keep`` | ``strip`` (all but the current turn's) | ``last``.
         system_prompt: ``bfcl`` | ``strong`` | ``none`` | any other text (a literal prompt; a
-            ``{functions}`` placeholder in it receives the function list).
+            ``{functions}`` placeholder in it receives the function list; a short single word
+            warns, as a likely mistyped name).
         tool_format: ``python`` (``[f(a=1)]``) | ``json`` (``<tool_call>{...}</tool_call>`` blocks).
         tool_results: ``tool_messages`` | ``user_message`` (BFCL's prompting handlers).
         decoder: ``bfcl`` (messages decoded, executed and ended exactly as bfcl_eval does,
