@@ -177,10 +177,14 @@ def build_parser() -> argparse.ArgumentParser:
     """The `tooluse eval` arguments: its subcommands run, sweep, compare and export."""
     parser = argparse.ArgumentParser(prog="tooluse-eval", description=__doc__, formatter_class=DefaultsHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    helped = {"formatter_class": DefaultsHelpFormatter}
-    _common(sub.add_parser("run", help="evaluate one protocol over tasks and seeds", **helped), sweep=False)
+    _common(
+        sub.add_parser("run", help="evaluate one protocol over tasks and seeds", formatter_class=DefaultsHelpFormatter),
+        sweep=False,
+    )
     sweep = sub.add_parser(
-        "sweep", help="evaluate a grid of protocol knobs x seeds, or one change at a time (--vary)", **helped
+        "sweep",
+        help="evaluate a grid of protocol knobs x seeds, or one change at a time (--vary)",
+        formatter_class=DefaultsHelpFormatter,
     )
     _common(sweep, sweep=True)
     sweep.add_argument(
@@ -191,13 +195,17 @@ def build_parser() -> argparse.ArgumentParser:
         "base with a 95%% bootstrap interval over tasks",
     )
     sweep.add_argument("--change-seeds", nargs="+", type=int, help="--vary: the changes' seeds (default: --seeds)")
-    cmp = sub.add_parser("compare", help="per-category differences and per-task disagreements of two runs", **helped)
+    cmp = sub.add_parser(
+        "compare",
+        help="per-category differences and per-task disagreements of two runs",
+        formatter_class=DefaultsHelpFormatter,
+    )
     cmp.add_argument("run_a", type=Path)
     cmp.add_argument("run_b", type=Path)
     exp = sub.add_parser(
         "export",
         help="write a run's BFCL episodes as result files for BFCL's own `bfcl evaluate`, one root per seed",
-        **helped,
+        formatter_class=DefaultsHelpFormatter,
     )
     exp.add_argument(
         "--format",
