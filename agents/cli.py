@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import sys
 import warnings
 from collections.abc import Iterator
@@ -39,7 +40,13 @@ from tooluse_gym.tasks.bfcl import CATEGORIES
 
 
 def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
-    p.add_argument("--agent", choices=AGENTS, required=True)
+    p.add_argument(
+        "--agent",
+        choices=AGENTS,
+        required=True,
+        help="oracle: replays the ground truth (checks the harness; needs no model) | hf: transformers in this "
+        "process | vllm: a vLLM engine in this process | openai: an OpenAI-compatible server (--base-url)",
+    )
     p.add_argument("--model", help="smollm2-135m, a local model folder, or a served model name")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint (openai agent)")
     p.add_argument(
@@ -57,11 +64,13 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     )
     p.add_argument("--limit", type=int, help="tasks per category, evenly spaced (default: all)")
     p.add_argument("--task-ids", nargs="+", help="explicit task ids (overrides --categories/--limit)")
-    p.add_argument("--seeds", nargs="+", type=int, default=[0])
+    p.add_argument(
+        "--seeds", nargs="+", type=int, default=[0], help="one pass over the tasks per seed; a seed fixes all sampling"
+    )
     add_knob_flags(p.add_argument_group("protocol knobs"), several=SWEPT if sweep else ())
-    p.add_argument("--temperature", type=float, default=0.7)
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--max-tokens", type=int, default=512)
+    p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature; 0: greedy")
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass, in (0, 1]")
+    p.add_argument("--max-tokens", type=int, default=512, help="most tokens generated per assistant message")
     p.add_argument("--num-envs", type=int, default=8, help="episodes played at once (the most requests in flight)")
     p.add_argument(
         "--schedule",
@@ -77,9 +86,15 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
         help="local backends' dtype; auto: bfloat16 on a GPU or a CPU with native bf16 (AMX, AVX-512 BF16), else fp32",
     )
     p.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm agent: GPUs one engine spans (GPU only)")
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="the run folder (run.json, episodes.jsonl, results.json, report.md); one that holds this run's "
+        "configuration is resumed",
+    )
     p.add_argument("--force", action="store_true", help="discard what --out holds and start over")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--verbose", action="store_true", help="show the backends' INFO and WARNING lines")
 
 
@@ -143,14 +158,34 @@ def quiet_backends() -> Iterator[None]:
                     os.environ[name] = old
 
 
+class DefaultsHelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """`--help` that shows each option's default after its text, unless the text says it or there is none.
+
+    None, False and a suppressed default show nothing (an unset option); a list shows its items.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if not action.option_strings or "default" in text or default in (None, False, argparse.SUPPRESS):
+            return text
+        shown = " ".join(map(str, default)) if isinstance(default, (list, tuple)) else str(default)
+        return f"{text} (default: {shown.replace('%', '%%')})".lstrip()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `tooluse eval` arguments: its subcommands run, sweep, compare and export."""
-    parser = argparse.ArgumentParser(
-        prog="tooluse-eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(prog="tooluse-eval", description=__doc__, formatter_class=DefaultsHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    _common(sub.add_parser("run", help="evaluate one protocol over tasks and seeds"), sweep=False)
-    sweep = sub.add_parser("sweep", help="evaluate a grid of protocol knobs x seeds, or one change at a time (--vary)")
+    _common(
+        sub.add_parser("run", help="evaluate one protocol over tasks and seeds", formatter_class=DefaultsHelpFormatter),
+        sweep=False,
+    )
+    sweep = sub.add_parser(
+        "sweep",
+        help="evaluate a grid of protocol knobs x seeds, or one change at a time (--vary)",
+        formatter_class=DefaultsHelpFormatter,
+    )
     _common(sweep, sweep=True)
     sweep.add_argument(
         "--vary",
@@ -160,11 +195,17 @@ def build_parser() -> argparse.ArgumentParser:
         "base with a 95%% bootstrap interval over tasks",
     )
     sweep.add_argument("--change-seeds", nargs="+", type=int, help="--vary: the changes' seeds (default: --seeds)")
-    cmp = sub.add_parser("compare", help="per-category differences and per-task disagreements of two runs")
+    cmp = sub.add_parser(
+        "compare",
+        help="per-category differences and per-task disagreements of two runs",
+        formatter_class=DefaultsHelpFormatter,
+    )
     cmp.add_argument("run_a", type=Path)
     cmp.add_argument("run_b", type=Path)
     exp = sub.add_parser(
-        "export", help="write a run's BFCL episodes as result files for BFCL's own `bfcl evaluate`, one root per seed"
+        "export",
+        help="write a run's BFCL episodes as result files for BFCL's own `bfcl evaluate`, one root per seed",
+        formatter_class=DefaultsHelpFormatter,
     )
     exp.add_argument(
         "--format",
@@ -180,10 +221,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """The `tooluse-eval` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
-    with contextlib.nullcontext() if args.command in ("compare", "export") or args.verbose else quiet_backends():
-        return _command(args)
+    try:
+        with contextlib.nullcontext() if args.command in ("compare", "export") or args.verbose else quiet_backends():
+            return _command(args)
+    except KeyboardInterrupt:
+        if args.command not in ("run", "sweep"):
+            print("tooluse-eval: interrupted", file=sys.stderr)
+            return 130
+        print(
+            f"tooluse-eval: interrupted; the episodes played so far are kept in {args.out}; run the same command "
+            f"to resume: {shlex.join(['tooluse', 'eval', *argv])}",
+            file=sys.stderr,
+        )
+        return 130
 
 
 def _command(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import json
 import shutil
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,6 +123,12 @@ class EvalConfig:
                 bfcl.normalize_category(c)
         if not self.seeds:
             raise ValueError("at least one seed is needed")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit {self.limit}: tasks per category, >= 1 (leave it out for all)")
+        if self.task_ids is not None and not self.task_ids:
+            raise ValueError("--task-ids: give at least one task id (or leave it out)")
+        if self.num_envs < 1:
+            raise ValueError(f"--num-envs {self.num_envs}: episodes played at once, >= 1")
         if self.tensor_parallel_size < 1 or (self.tensor_parallel_size > 1 and self.agent != "vllm"):
             raise ValueError(f"--tensor-parallel-size {self.tensor_parallel_size}: a vllm agent's GPU count, >= 1")
         if self.text_replies not in ("decode", "fc") or (self.text_replies != "decode" and self.agent != "openai"):
@@ -227,58 +233,55 @@ class _Progress:
 def run_eval(
     config: EvalConfig, out: Path, *, agent: Agent | None = None, force: bool = False, progress: bool = True
 ) -> dict[str, Any]:
-    """Run (or resume) an evaluation into `out`; returns the results written to ``results.json``."""
+    """Run (or resume) an evaluation into `out`; returns the results written to ``results.json``.
+
+    Everything is checked before anything is written into `out` (the task ids, the knobs, the
+    folder's stored configuration and episodes, the agent built): a refused run leaves the folder
+    as it was, so the corrected command is not refused for the attempt. A resumed run says on
+    stderr how many episodes it skips as already done.
+    """
     out = Path(out)
-    run = RunDir(out, "run.json", read=_resumable, hint="use another --out, or --force to start over")
-    if force and out.exists():
-        shutil.rmtree(out)
-    if not run.check(_resumable(config.to_dict())):
-        run.write(config.to_dict())
     task_ids = list(config.task_ids or eval_task_ids(config.categories, config.limit, config.scenarios))
+    if not task_ids:
+        raise ValueError("no tasks selected: check --categories, --scenarios and --task-ids")
     wanted = {(t, s) for s in config.seeds for t in task_ids}
     episodes_path = out / "episodes.jsonl"
-    existing = read_episodes(episodes_path)[0] if episodes_path.exists() else []
-    done = [e for e in existing if (e.task_id, e.seed) in wanted]
-    done_keys = {(e.task_id, e.seed) for e in done}
-    jobs = [RolloutJob(t, s) for s in config.seeds for t in task_ids if (t, s) not in done_keys]
 
     def make_env() -> gym.Env:
         return gym.make(config.env_id, task_ids=task_ids, **config.env_kwargs(), **config.protocol.to_dict())
 
-    probe = make_env()
+    probe = make_env()  # unknown task ids and bad knob values fail here
     card = ProtocolCard.from_dict({**protocol_card(probe).to_dict(), "seed": None})
     probe.close()
+    run = RunDir(out, "run.json", read=_resumable, hint="use another --out, or --force to start over")
+    resumed = not force and run.check(_resumable(config.to_dict()))
+    existing = read_episodes(episodes_path)[0] if not force and episodes_path.exists() else []
+    done = [e for e in existing if (e.task_id, e.seed) in wanted]
     for e in done:
         if ProtocolCard.from_dict(dict(e.protocol)).differences(card):
             raise RunConflict(f"{episodes_path} holds episodes of another protocol; use another --out or --force")
-    schedule = _previous_schedule(out / "results.json")
-    if jobs:
-        owned = agent is None
-        agent = agent or make_agent(config)
-        bar = _Progress(len(wanted), done, progress)
-        try:
-            with JsonlWriter(episodes_path) as writer:
-
-                def on_episode(episode: Episode) -> None:
-                    record = episode.record
-                    writer.write(record)
-                    bar.episode(record)
-
-                schedule = resolve_schedule(config.schedule, agent)
-                run_rollouts(
-                    make_env,
-                    agent,
-                    jobs,
-                    sampling=config.sampling,
-                    num_envs=config.num_envs,
-                    schedule=schedule,
-                    on_episode=on_episode,
-                    on_batch=bar.batch,
-                )
-        finally:
-            bar.close()
-            if owned:
-                agent.close()
+    done_keys = {(e.task_id, e.seed) for e in done}
+    jobs = [RolloutJob(t, s) for s in config.seeds for t in task_ids if (t, s) not in done_keys]
+    owned = agent is None and bool(jobs)
+    if owned:
+        agent = make_agent(config)
+    try:
+        if force and out.exists():
+            shutil.rmtree(out)
+        if not resumed:
+            run.write(config.to_dict())
+        if done:
+            print(
+                f"resuming {out}: {len(done)} of {len(wanted)} episodes already done, skipped; {len(jobs)} to play",
+                file=sys.stderr,
+            )
+        schedule = _previous_schedule(out / "results.json")
+        if jobs:
+            assert agent is not None
+            schedule = _play(config, agent, jobs, make_env, episodes_path, _Progress(len(wanted), done, progress))
+    finally:
+        if owned and agent is not None:
+            agent.close()
     episodes = [e for e in read_episodes(episodes_path)[0] if (e.task_id, e.seed) in wanted]
     summary = summarize(episodes, known_issues_for(config.env_id))
     agent_info = dict(episodes[0].agent) if episodes else {"name": config.agent}
@@ -293,6 +296,39 @@ def run_eval(
     (out / "results.json").write_text(json.dumps(results, indent=2))
     write_run_report(out, summary, card.to_dict(), agent_info, dataclasses.asdict(config.sampling))
     return results
+
+
+def _play(
+    config: EvalConfig,
+    agent: Agent,
+    jobs: Sequence[RolloutJob],
+    make_env: Callable[[], gym.Env],
+    episodes_path: Path,
+    bar: _Progress,
+) -> str:
+    """Play the jobs, appending each episode's record to `episodes_path`; returns the schedule used."""
+    try:
+        with JsonlWriter(episodes_path) as writer:
+
+            def on_episode(episode: Episode) -> None:
+                record = episode.record
+                writer.write(record)
+                bar.episode(record)
+
+            schedule = resolve_schedule(config.schedule, agent)
+            run_rollouts(
+                make_env,
+                agent,
+                jobs,
+                sampling=config.sampling,
+                num_envs=config.num_envs,
+                schedule=schedule,
+                on_episode=on_episode,
+                on_batch=bar.batch,
+            )
+    finally:
+        bar.close()
+    return schedule
 
 
 def _previous_schedule(path: Path) -> str | None:

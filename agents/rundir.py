@@ -2,8 +2,9 @@
 
 `tooluse-eval run` keeps its configuration in ``run.json``, `tooluse-train` in ``config.yaml``;
 both go through `RunDir`. A folder whose stored configuration differs from the run's in a key
-that a resume may not change is refused with a `RunConflict` naming the keys; an equal one (keys
-in `RunDir.resumable` aside) is resumed; ``force`` deletes the folder and starts afresh.
+that a resume may not change is refused with a `RunConflict` naming each changed value (a dotted
+key in nested sections, ``grpo.group_size 4 -> 8``); an equal one (keys in `RunDir.resumable`
+aside) is resumed; ``force`` deletes the folder and starts afresh.
 
     run = RunDir(out, "run.json", resumable={"schedule"})
     resumed = run.open(config.to_dict(), force=force)
@@ -19,11 +20,37 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RunConflict", "RunDir"]
+__all__ = ["RunConflict", "RunDir", "differences"]
 
 
 class RunConflict(RuntimeError):
     """The run folder holds a run with another configuration (or one this version cannot read or resume)."""
+
+
+_UNSET: Any = type("Unset", (), {"__repr__": lambda self: "(unset)"})()
+_SHOWN_CHARS = 60
+
+
+def differences(stored: Mapping[str, Any], given: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Each leaf that differs between two nested configurations: ``dotted.key stored -> given`` (sorted by key).
+
+    A key only one side has shows ``(unset)`` on the other; values are shown as `repr`, clipped.
+    """
+    out = []
+    for key in sorted(set(stored) | set(given), key=str):
+        old, new = stored.get(key, _UNSET), given.get(key, _UNSET)
+        if old == new:
+            continue
+        if isinstance(old, Mapping) and isinstance(new, Mapping):
+            out += differences(old, new, f"{prefix}{key}.")
+        else:
+            out.append(f"{prefix}{key} {_shown(old)} -> {_shown(new)}")
+    return out
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
 
 
 class RunDir:
@@ -74,8 +101,12 @@ class RunDir:
             return False
         changed = sorted(k for k in set(config) | set(theirs) if config.get(k) != theirs.get(k))
         if conflicting := [k for k in changed if k not in self.resumable]:
+            details = differences(
+                {k: theirs.get(k, _UNSET) for k in conflicting}, {k: config.get(k, _UNSET) for k in conflicting}
+            )
             raise RunConflict(
-                f"{self.path} holds a run with another configuration (differs in {', '.join(conflicting)}){self._hint}"
+                f"{self.path} holds a run with another configuration: {'; '.join(details)} "
+                f"(stored -> this run){self._hint}"
             )
         return True
 

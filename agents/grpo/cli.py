@@ -23,6 +23,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -72,11 +73,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from tooluse_agents.cli import quiet_backends
 
-    with contextlib.nullcontext() if args.verbose else quiet_backends():
-        return _train(config, progress=not args.no_progress)
+    resume = shlex.join(["tooluse", "train", *argv])
+    try:
+        with contextlib.nullcontext() if args.verbose else quiet_backends():
+            return _train(config, progress=not args.no_progress, resume=resume)
+    except KeyboardInterrupt:  # before the first step (loading the model, say): nothing new to keep
+        print(
+            f"tooluse-train: interrupted while starting; run the same command to start or resume: {resume}",
+            file=sys.stderr,
+        )
+        return 130
 
 
-def _train(config: Any, *, progress: bool) -> int:
+def _train(config: Any, *, progress: bool, resume: str) -> int:
     from tooluse_agents.grpo.trainer import GRPOTrainer
     from tooluse_agents.rundir import RunConflict
 
@@ -85,8 +94,14 @@ def _train(config: Any, *, progress: bool) -> int:
     except RunConflict as e:
         print(f"tooluse-train: {e}", file=sys.stderr)
         return 2
+    if trainer.resumed_from is not None and trainer.dist.is_main:
+        print(f"resumed from step {trainer.resumed_from} ({config.run_dir})", file=sys.stderr)
     try:
         last = trainer.train()
+    except KeyboardInterrupt:
+        if trainer.dist.is_main:
+            print(stopped_line(trainer.steps_done, trainer.checkpointed_step(), resume), file=sys.stderr)
+        return 130
     finally:
         trainer.agent.close()  # an in-process vLLM engine cleans up before the process group goes
         trainer.dist.close()
@@ -95,6 +110,14 @@ def _train(config: Any, *, progress: bool) -> int:
         print(json.dumps({k: last[k] for k in keys if k in last}))
         print(f"run folder: {config.run_dir}", file=sys.stderr)
     return 0
+
+
+def stopped_line(done: int, checkpointed: int, resume: str) -> str:
+    """The one line an interrupted run prints: where it stopped, and the command that resumes it from its checkpoint."""
+    where = f"stopped at step {done}"
+    if checkpointed != done:
+        where += f" (checkpointed at step {checkpointed}; the steps after it are redone)"
+    return f"tooluse-train: interrupted; {where}; run the same command to resume: {resume}"
 
 
 if __name__ == "__main__":

@@ -57,6 +57,10 @@ __all__ = ["RESUMABLE_CHANGES", "GRPOTrainer", "RunConflict"]
 
 RESUMABLE_CHANGES = ("epochs", "max_steps", "budget_s")
 """Config keys a resumed run may change (how long to train); anything else is a different run."""
+_FRESH_HINT = (
+    f"to start afresh give another run_dir (run_dir=runs/NEW); to resume this one, run with its stored settings "
+    f"(only {', '.join(RESUMABLE_CHANGES)} may change)"
+)
 
 
 class GRPOTrainer:
@@ -83,7 +87,7 @@ class GRPOTrainer:
         self.dist = dist or Dist.from_env()
         self.progress = progress and self.dist.is_main
         self.files = RunFiles(Path(config.run_dir), write=self.dist.is_main)
-        run = RunDir(config.run_dir, "config.yaml", resumable=RESUMABLE_CHANGES, read=_read_config)
+        run = RunDir(config.run_dir, "config.yaml", resumable=RESUMABLE_CHANGES, read=_read_config, hint=_FRESH_HINT)
         run.check(config.to_dict())
         self.dist.barrier()  # every rank has read it before rank 0 rewrites it (with this run's length)
         if self.dist.is_main:
@@ -103,6 +107,8 @@ class GRPOTrainer:
         self.filter = make_filter(config.filter, config.seed)
         self.plan = EpochPlan(self.prompt_ids, self.filter, seed=config.seed, epochs=config.epochs)
         self.step = 0
+        self.steps_done = 0  # steps finished (`step` is the one in progress during a step)
+        self.resumed_from: int | None = None  # the checkpoint's step this run resumed from
         self.elapsed = 0.0  # training time: rollout + update + sync, summed over steps (time/train_s)
         self._resume()
         if self.sync is not None:
@@ -130,13 +136,13 @@ class GRPOTrainer:
 
     def _resume(self) -> None:
         found = latest_checkpoint(self.files.checkpoints)
-        self.files.truncate_after(int(found.name.split("_")[-1]) if found else 0)
+        self.files.truncate_after(self.checkpointed_step())
         if found is None:
             return
         state = self.dist.load(found, self.policy, self.updater.optimizer)
         self.filter.load_state_dict(state["filter"])
         self.plan.load_state_dict(state)
-        self.step = state["step"]
+        self.step = self.steps_done = self.resumed_from = state["step"]
         self.elapsed = state["elapsed_s"]
 
     # --- the loop --------------------------------------------------------------------------
@@ -171,6 +177,7 @@ class GRPOTrainer:
                     break
                 self.step += 1
                 last = self._train_step(batch)
+                self.steps_done = self.step
                 bar.update(1)
                 bar.set_postfix(
                     epoch=self.epoch, reward=f"{last['rollout/reward_mean']:.2f}", skipped=self.plan.counts.skipped
@@ -185,6 +192,11 @@ class GRPOTrainer:
             bar.close()
             self.files.close()
         return last
+
+    def checkpointed_step(self) -> int:
+        """The step of the newest checkpoint on disk (0: none), where a run of this folder resumes."""
+        found = latest_checkpoint(self.files.checkpoints)
+        return int(found.name.split("_")[-1]) if found else 0
 
     def _stop_reason(self) -> str | None:
         """The limit that ends the run before the next step (None: train on); also what makes a step the last."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import warnings
 
@@ -83,8 +84,56 @@ def test_changed_configuration_is_refused(tmp_path, capsys):
     out = tmp_path / "conflict"
     assert run("run", "--agent", "oracle", "--limit", "1", "--out", str(out)) == 0
     assert run("run", "--agent", "oracle", "--limit", "1", "--template", "context", "--out", str(out)) == 2
-    assert "differs in protocol" in capsys.readouterr().err
+    assert (
+        "another configuration: protocol.template 'native' -> 'context' (stored -> this run)" in capsys.readouterr().err
+    )
     assert run("run", "--agent", "oracle", "--limit", "1", "--template", "context", "--out", str(out), "--force") == 0
+
+
+def test_a_run_refused_for_bad_input_writes_nothing_so_the_corrected_command_runs(tmp_path, capsys):
+    out = tmp_path / "fresh"
+    assert run("run", "--agent", "oracle", "--task-ids", "multi_turn_base_9999", "--out", str(out)) == 2
+    assert "unknown task ids" in capsys.readouterr().err and not out.exists()
+    assert run("run", "--agent", "oracle", "--limit", "0", "--out", str(out)) == 2
+    assert "--limit 0: tasks per category, >= 1" in capsys.readouterr().err and not out.exists()
+    assert run("run", "--agent", "oracle", "--task-ids", "multi_turn_base_1", "--out", str(out)) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    # refused again on an existing run folder: it stays as it was, and --force discards nothing
+    for bad in (["--task-ids", "multi_turn_base_9999"], ["--task-ids", "multi_turn_base_1", "--num-envs", "0"]):
+        assert run("run", "--agent", "oracle", *bad, "--out", str(out), "--force") == 2
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert "--num-envs 0" in capsys.readouterr().err
+
+
+def test_a_resumed_run_says_how_many_episodes_it_skipped_and_ctrl_c_says_how_to_resume(tmp_path, capsys, monkeypatch):
+    from tooluse_agents import evaluate
+
+    out = tmp_path / "stopped"
+    argv = ["run", "--agent", "oracle", "--task-ids", "multi_turn_base_1", "multi_turn_base_2", "multi_turn_base_3"]
+    argv += ["--out", str(out), "--num-envs", "1", "--no-progress"]
+    real = evaluate.run_rollouts
+
+    def stopped_after_one(*args, on_episode, **kwargs):
+        def then_ctrl_c(episode):
+            on_episode(episode)
+            raise KeyboardInterrupt
+
+        return real(*args, on_episode=then_ctrl_c, **kwargs)
+
+    monkeypatch.setattr(evaluate, "run_rollouts", stopped_after_one)
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        f"tooluse-eval: interrupted; the episodes played so far are kept in {out}; run the same command to resume: "
+        f"tooluse eval {' '.join(argv)}"
+    )
+    assert len((out / "episodes.jsonl").read_text().splitlines()) == 1
+    monkeypatch.undo()
+    assert main(argv) == 0
+    assert f"resuming {out}: 1 of 3 episodes already done, skipped; 2 to play" in capsys.readouterr().err
+    assert main(argv) == 0
+    assert f"resuming {out}: 3 of 3 episodes already done, skipped; 0 to play" in capsys.readouterr().err
+    assert json.loads((out / "results.json").read_text())["summary"]["episodes"] == 3
 
 
 def test_run_json_keeps_its_shape_and_older_files_resume_under_an_equal_protocol(tmp_path):
@@ -330,3 +379,25 @@ def test_a_run_whose_every_episode_failed_says_so_above_the_table(tmp_path, caps
     assert code == 1 and banner in printed and printed.index(banner) < printed.index("| category |")
     assert "The run failed; this is not a score of 0." in printed
     assert banner in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_every_option_of_run_and_sweep_says_what_it_does_and_its_default(command):
+    import argparse
+
+    from tooluse_agents.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    undocumented = [a.option_strings[0] for a in sub._actions if a.option_strings and not a.help]
+    assert undocumented == []
+    text = " ".join(sub.format_help().split())
+    for shown in (
+        "sampling temperature; 0: greedy (default: 0.7)",
+        "per assistant message (default: 512)",
+        "a seed fixes all sampling (default: 0)",
+        "(the most requests in flight) (default: 8)",
+        "excluded functions. (default: False)",  # a knob's own note, not repeated
+        "async where possible (default: auto)",
+    ):
+        assert shown in text, shown
+    assert not re.search(r"default: [^()]*\)\s*\(default:", text)  # no option says its default twice

@@ -18,9 +18,11 @@ def test_a_new_folder_starts_an_equal_config_resumes_another_is_refused_by_name(
     assert run.open(config) is True
     assert run.open({**config, "schedule": "lockstep"}) is True  # a resumable key may change ...
     assert json.loads((tmp_path / "r" / "run.json").read_text())["schedule"] == "auto"  # ... and is not rewritten
-    with pytest.raises(RunConflict, match=r"differs in seeds\); use another --out$"):
+    with pytest.raises(
+        RunConflict, match=r"configuration: seeds \[0\] -> \[1\] \(stored -> this run\); use another --out$"
+    ):
         run.open({**config, "seeds": [1], "schedule": "async"})
-    with pytest.raises(RunConflict, match=r"differs in model\)"):  # a key only one side has
+    with pytest.raises(RunConflict, match=r": model \(unset\) -> 'm' \("):  # a key only one side has
         run.open({**config, "model": "m"})
 
 
@@ -45,3 +47,23 @@ def test_a_yaml_config_read_through_a_normalizer(tmp_path):
     run.write({"unknown": 1})
     with pytest.raises(RunConflict, match="cannot read: unknown keys"):
         run.check({"lr": 0.1, "steps": 3})
+
+
+def test_a_refusal_names_each_changed_setting_by_its_dotted_key_with_both_values(tmp_path):
+    run = RunDir(tmp_path, "config.yaml", resumable={"epochs"}, hint="give another run_dir")
+    stored = {"epochs": 1, "grpo": {"group_size": 4, "mode": "next_turn"}, "update": {"lr": 1e-5, "betas": [0.9, 0.99]}}
+    run.write(stored)
+    changed = {**stored, "epochs": 3, "grpo": {"group_size": 8, "mode": "next_turn"}}
+    with pytest.raises(RunConflict) as caught:
+        run.check(changed)
+    assert str(caught.value) == (
+        f"{tmp_path} holds a run with another configuration: grpo.group_size 4 -> 8 (stored -> this run); "
+        "give another run_dir"
+    )
+    changed["update"] = {"lr": 2e-5}
+    with pytest.raises(
+        RunConflict,
+        match=r": grpo.group_size 4 -> 8; update.betas \[0.9, 0.99\] -> \(unset\); "
+        r"update.lr 1e-05 -> 2e-05 \(",
+    ):
+        run.check(changed)

@@ -159,3 +159,22 @@ _ENVS = {
     for fmt in ("python", "json")
     for decoder in DECODERS
 }
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_non_string_content_is_a_parse_failure(decoder):
+    env = gym.make("ToolUse-MultiTurn-v0", category="base", decoder=decoder, task_ids=["multi_turn_base_0"])
+    for action, failure in [
+        ({"content": 5}, "action content must be str or None, got int"),
+        ({"content": ["[ls()]"]}, "action content must be str or None, got list"),
+        (42, "action must be str or dict, got int"),
+        (None, "action must be str or dict, got NoneType"),
+    ]:
+        env.reset(options={"task_id": "multi_turn_base_0"})
+        *_, info = env.unwrapped.step(action)
+        assert info["parse_failure"] == failure, action
+        assert info["step_record"].parse_failure == failure and not info["step_record"].calls
+    # content None is the OpenAI shape of a message that only calls tools
+    env.reset(options={"task_id": "multi_turn_base_0"})
+    *_, info = env.unwrapped.step({"content": None, "tool_calls": [{"function": {"name": "ls", "arguments": "{}"}}]})
+    assert "parse_failure" not in info and info["step_record"].calls[0].name == "ls"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import warnings
 
 import gymnasium as gym
 import pytest
@@ -130,3 +131,51 @@ def test_the_optional_knobs_model_has_one_unset_field_per_knob():
     assert given == {"tool_format": "json", "strict_tools": True, "max_steps_per_turn": 3}
     with pytest.raises(pydantic.ValidationError):
         model(max_steps_per_turn="many")
+
+
+BAD_VALUES = [
+    ("template", 1),
+    ("reasoning", None),
+    ("system_prompt", 3),
+    ("tool_format", b"json"),
+    ("tool_results", None),
+    ("decoder", True),
+    ("strict_tools", "yes"),
+    ("strict_tools", 1),
+    ("validate_args", "no"),
+    ("max_steps_per_turn", "3"),
+    ("max_steps_per_turn", True),
+    ("max_steps_per_turn", 2.0),
+    ("tokenizer", 3),
+    ("chat_template", ["{{ messages }}"]),
+]
+
+
+@pytest.mark.parametrize(("knob", "value"), BAD_VALUES)
+def test_every_knob_value_is_checked_against_its_declared_type(knob, value):
+    with pytest.raises(ValueError, match=f"^{knob} must be "):
+        Knobs(**{knob: value})
+    with pytest.raises(ValueError, match=f"^{knob} must be "):
+        Knobs().with_defaults(**{knob: value})
+
+
+def test_bad_knob_values_never_reach_the_card():
+    assert {knob for knob, _ in BAD_VALUES} == set(Knobs.names())  # every knob has a wrong value tried above
+    with pytest.raises(ValueError, match="strict_tools must be a bool \\(True or False\\); got 'yes' \\(str\\)"):
+        gym.make("ToolUse-MultiTurn-v0", strict_tools="yes")
+    with pytest.raises(ValueError, match="validate_args must be a bool \\(True or False\\) or None; got 'no'"):
+        gym.make("ToolUse-MultiTurn-v0", validate_args="no")
+    # the declared types themselves pass
+    knobs = Knobs(strict_tools=True, validate_args=None, max_steps_per_turn=3, tokenizer="t", chat_template="c")
+    assert knobs.strict_tools is True and Knobs(validate_args=False).validates_args is False
+
+
+def test_a_system_prompt_that_looks_like_a_mistyped_name_warns():
+    with pytest.warns(UserWarning, match="system_prompt 'strnog' is not a named prompt .*did you mean 'strong'"):
+        Knobs(system_prompt="strnog")
+    with pytest.warns(UserWarning, match="'bfc' is not a named prompt"):
+        gym.make("ToolUse-MultiTurn-v0", system_prompt="bfc", task_ids=["multi_turn_base_0"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # names and prompt text do not warn
+        for prompt in ("strong", "none", "bfcl", "Be brief.", "You call tools.\n{functions}"):
+            Knobs(system_prompt=prompt)

@@ -198,3 +198,11 @@ def test_wrong_answers_are_scored_zero_with_a_state_diff(make_env):
     diff = verdict["state_diff"]["GorillaFileSystem"]["root"]
     json.dumps(diff)  # JSON-able for episode files
     assert "tmp" in json.dumps(diff) and "temp" in json.dumps(diff)
+
+
+def test_unknown_reset_options_are_refused_with_the_known_ones(make_env):
+    env = make_env(category="base")
+    with pytest.raises(ValueError, match="unknown reset options \\['taskid'\\]; the known ones are: task_id"):
+        env.reset(seed=0, options={"taskid": "multi_turn_base_7"})
+    assert env.reset(seed=0, options={"task_id": "multi_turn_base_7"})[1]["task_id"] == "multi_turn_base_7"
+    assert env.reset(seed=0, options={})[1]["task_id"].startswith("multi_turn_base_")

@@ -10,9 +10,11 @@ torch, so a training config can hold a `Knobs` without loading either.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import inspect
 import re
 import typing
+import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -44,6 +46,7 @@ __all__ = [
     "MAX_STEPS_PER_TURN",
     "Knobs",
     "check_choice",
+    "check_type",
     "env_defaults",
     "knob_docs",
     "optional_knobs_model",
@@ -56,15 +59,54 @@ def check_choice(knob: str, value: object, choices: Sequence[str]) -> None:
         raise ValueError(f"{knob} must be one of {', '.join(map(repr, choices))}; got {value!r}")
 
 
+_TYPE_WORDS = {bool: "a bool (True or False)", int: "an integer", str: "a string", type(None): "None"}
+
+
+def check_type(knob: str, value: object, hint: object) -> None:
+    """Raise `ValueError` naming `knob` unless `value` is of its declared type `hint` (``bool`` is not an ``int``).
+
+    `hint` is a plain type or a union of them (``bool | None``), as `Knobs` declares its fields.
+    """
+    allowed = typing.get_args(hint) or (hint,)
+    for kind in allowed:
+        if kind is int and isinstance(value, bool):
+            continue
+        if isinstance(value, kind):
+            return
+    wanted = " or ".join(_TYPE_WORDS.get(kind, getattr(kind, "__name__", str(kind))) for kind in allowed)
+    raise ValueError(f"{knob} must be {wanted}; got {value!r} ({type(value).__name__})")
+
+
+_NAME_LIKE = re.compile(r"[\w.-]{1,32}")
+
+
+def warn_if_mistyped_prompt(prompt: str) -> None:
+    """Warn when a `system_prompt` that is not a named prompt looks like one (a short single word): likely a typo."""
+    if prompt in SYSTEM_PROMPTS or not _NAME_LIKE.fullmatch(prompt):
+        return
+    close = difflib.get_close_matches(prompt.lower(), SYSTEM_PROMPTS, n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    warnings.warn(
+        f"system_prompt {prompt!r} is not a named prompt ({', '.join(SYSTEM_PROMPTS)}), so it is used as the literal "
+        f"prompt text{hint}",
+        UserWarning,
+        stacklevel=4,
+    )
+
+
 @dataclass(frozen=True, kw_only=True)
 class Knobs:
     """Every choice that changes what the model sees or how its messages are scored.
+
+    Every value is checked against its declared type (`check_type`: ``strict_tools="yes"`` is a
+    `ValueError` naming the knob) and, for the knobs in `CHOICES`, against their values.
 
     Attributes:
         template: ``native`` (role-separated messages) | ``context`` (history in one user message).
         reasoning: Earlier ``<think>`` content: ``keep`` | ``strip`` (all but the current turn's) | ``last``.
         system_prompt: ``bfcl`` | ``strong`` | ``none`` | any other text (a literal prompt; a
-            ``{functions}`` placeholder in it receives the function list).
+            ``{functions}`` placeholder in it receives the function list; a short single word
+            warns, as a likely mistyped name).
         tool_format: ``python`` (``[f(a=1)]``) | ``json`` (``<tool_call>{...}</tool_call>`` blocks).
         tool_results: ``tool_messages`` | ``user_message`` (BFCL's prompting handlers).
         decoder: ``bfcl`` (messages decoded, executed and ended exactly as bfcl_eval does,
@@ -95,10 +137,11 @@ class Knobs:
     def __post_init__(self) -> None:
         for knob, choices in CHOICES.items():
             check_choice(knob, getattr(self, knob), choices)
-        if not isinstance(self.system_prompt, str) or not self.system_prompt:
+        for knob, hint in _knob_types().items():
+            check_type(knob, getattr(self, knob), hint)
+        if not self.system_prompt:
             raise ValueError(f"system_prompt must be one of {', '.join(SYSTEM_PROMPTS)} or non-empty prompt text")
-        if isinstance(self.max_steps_per_turn, bool) or not isinstance(self.max_steps_per_turn, int):
-            raise ValueError(f"max_steps_per_turn must be an integer, got {self.max_steps_per_turn!r}")
+        warn_if_mistyped_prompt(self.system_prompt)
         if self.max_steps_per_turn < 1:
             raise ValueError(f"max_steps_per_turn must be >= 1, got {self.max_steps_per_turn}")
 
@@ -152,6 +195,16 @@ class Knobs:
             "max_steps_per_turn": self.max_steps_per_turn,
             "extra": tuple(sorted(extra.items())),
         }
+
+
+_KNOB_TYPES: dict[str, Any] = {}
+
+
+def _knob_types() -> dict[str, Any]:
+    """Each knob's declared type (`Knobs`' annotations, evaluated once)."""
+    if not _KNOB_TYPES:
+        _KNOB_TYPES.update(typing.get_type_hints(Knobs))
+    return _KNOB_TYPES
 
 
 ENV_DEFAULTS: Mapping[str, Knobs] = MappingProxyType(

@@ -27,6 +27,8 @@ from tooluse_gym.tools.snapshots import InstanceSnapshots
 from tooluse_gym.types import ParsedAction, StepRecord
 
 _RENDER_CLIP = 400
+RESET_OPTIONS = ("task_id",)
+"""The keys `ToolUseEnv.reset` understands in ``options``; any other is refused."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,8 +133,12 @@ class ToolUseEnv(gym.Env[dict, Any]):
 
         `info` holds ``task_id``, ``turn`` and ``steps_in_turn`` (both 0), ``protocol`` (the protocol
         card with this seed) and ``task``, the `Task` played (in-process only: ground truth for scripted
-        agents, the user turns for episode records). An unknown ``task_id`` raises `ValueError`.
+        agents, the user turns for episode records). An unknown ``task_id``, or an option other than
+        those in `RESET_OPTIONS`, raises `ValueError`.
         """
+        unknown = sorted(set(options or {}) - set(RESET_OPTIONS), key=str)
+        if unknown:
+            raise ValueError(f"unknown reset options {unknown}; the known ones are: {', '.join(RESET_OPTIONS)}")
         self._seed_lazily(seed)
         task_id = (options or {}).get("task_id")
         if task_id is None:

@@ -40,6 +40,7 @@ from tooluse_gym.tools.call_strings import call_tree, plain_arguments, plain_cal
 from tooluse_gym.tools.parsing import (
     MAX_CALLS_PER_MESSAGE,
     MAX_MESSAGE_CHARS,
+    content_failure,
     literal_call,
     parse_expression,
     parse_python_calls,
@@ -263,7 +264,9 @@ def parse_action_bfcl(action: Any, tool_format: str) -> ParsedAction:
     """
     if isinstance(action, Mapping):
         raw_content = action.get("content")
-        content = raw_content if isinstance(raw_content, str) else ""
+        if raw_content is not None and not isinstance(raw_content, str):
+            return ParsedAction(content="", failure=content_failure(raw_content))
+        content = raw_content or ""
         if "tool_calls" in action:
             raw = action["tool_calls"]
             ids = [c.get("id") if isinstance(c, Mapping) else None for c in raw] if isinstance(raw, list) else []

@@ -77,7 +77,9 @@ def parse_action(action: Any, tool_format: str) -> ParsedAction:
     """Parse an env action (text or OpenAI-shaped dict) in the given tool format."""
     if isinstance(action, Mapping):
         content = action.get("content")
-        content = content if isinstance(content, str) else ""
+        if content is not None and not isinstance(content, str):
+            return ParsedAction(content="", failure=content_failure(content))
+        content = content or ""
         raw_calls = action.get("tool_calls")
         if raw_calls:
             return parse_structured_calls(raw_calls, content)
@@ -89,6 +91,11 @@ def parse_action(action: Any, tool_format: str) -> ParsedAction:
     if tool_format == "json":
         return parse_json_calls(action)
     raise ValueError(f"unknown tool_format {tool_format!r}; expected 'python' or 'json'")
+
+
+def content_failure(content: object) -> str:
+    """The parse failure of a dict action whose ``content`` is neither a string nor None (the OpenAI shape's)."""
+    return f"action content must be str or None, got {type(content).__name__}"
 
 
 def parse_python_calls(text: str) -> ParsedAction:
