@@ -40,6 +40,7 @@ import gymnasium as gym
 
 import tooluse_gym  # noqa: F401  (registers the environments)
 from tooluse_agents.base import AgentRequest, Generation, SamplingConfig, chat_prompt
+from tooluse_agents.config_loader import load
 from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL
 from tooluse_agents.knob_flags import add_knob_flags, given_knobs
 from tooluse_agents.oracle import OracleAgent
@@ -288,33 +289,63 @@ def _save(model: Any, tokenizer: Any, folder: Path) -> None:
     scratch.rename(folder)
 
 
+_FLAGS = ("model", "scenarios", "out", "epochs", "lr", "batch_size", "limit", "seed", "threads")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The `tooluse sft` arguments (defaults from `SFTConfig`)."""
+    """The `tooluse sft` arguments: a YAML config, flags and ``key=value`` overrides (defaults from `SFTConfig`)."""
     defaults = SFTConfig()
     parser = argparse.ArgumentParser(prog="python -m tooluse_agents.sft", description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=defaults.model)
-    parser.add_argument("--scenarios", default=defaults.scenarios)
-    parser.add_argument("--out", default=defaults.out)
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="SFTConfig settings as dotted key=value, the value read as YAML (epochs=2, protocol.template=context); "
+        "they win over --config and the flags",
+    )
+    parser.add_argument("--config", help="a YAML file of SFTConfig settings (the flags win over it)")
+    unset = {"default": None}  # a flag left out leaves the file's value or the default
+    parser.add_argument("--model", **unset, help=f"starting model (default: {defaults.model})")
+    parser.add_argument("--scenarios", **unset, help=f"training scenarios (default: {defaults.scenarios})")
+    parser.add_argument("--out", **unset, help=f"run folder (default: {defaults.out})")
     add_knob_flags(parser.add_argument_group("protocol knobs"), defaults=defaults.protocol)
-    parser.add_argument("--epochs", type=int, default=defaults.epochs)
-    parser.add_argument("--lr", type=float, default=defaults.lr)
-    parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
-    parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--full-backprop", action="store_true", help="back-propagate through the prompt too")
-    parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--epochs", type=int, **unset, help=f"passes over the examples (default: {defaults.epochs})")
+    parser.add_argument("--lr", type=float, **unset, help=f"AdamW learning rate (default: {defaults.lr})")
+    parser.add_argument(
+        "--batch-size", type=int, **unset, help=f"examples per optimizer step (default: {defaults.batch_size})"
+    )
+    parser.add_argument("--limit", type=int, **unset, help="use only the first LIMIT scenarios")
+    parser.add_argument(
+        "--full-backprop",
+        action="store_const",
+        const=False,
+        dest="detach_prompt",
+        help="back-propagate through the prompt too",
+    )
+    parser.add_argument("--seed", type=int, **unset, help=f"shuffling and torch seed (default: {defaults.seed})")
+    parser.add_argument("--threads", type=int, **unset, help="torch intra-op threads (default: torch's)")
     return parser
+
+
+def config_from_args(namespace: argparse.Namespace) -> SFTConfig:
+    """The run's `SFTConfig`: the defaults, then ``--config``, then the flags given, then the overrides."""
+    given: dict[str, Any] = {k: getattr(namespace, k) for k in _FLAGS if getattr(namespace, k) is not None}
+    if namespace.detach_prompt is not None:
+        given["detach_prompt"] = namespace.detach_prompt
+    knobs = given_knobs(namespace)
+    if knobs:
+        given["protocol"] = knobs
+    return load(SFTConfig, namespace.config, namespace.overrides, given=given)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The `tooluse sft` command; returns the exit status."""
-    defaults = SFTConfig()
     parser = build_parser()
     namespace = parser.parse_args(argv)
-    protocol = defaults.protocol.with_defaults(**given_knobs(namespace))
-    args = {k: v for k, v in vars(namespace).items() if k not in Knobs.names()}
-    detach_prompt = not args.pop("full_backprop")
-    config = SFTConfig(**args, protocol=protocol, detach_prompt=detach_prompt)
+    try:
+        config = config_from_args(namespace)
+    except (OSError, ValueError) as e:
+        parser.error(str(e))
     summary = train(config)
     print(json.dumps(summary, indent=2))
     return 0

@@ -33,9 +33,10 @@ from typing import Any
 import torch
 
 from tooluse_agents.base import SamplingConfig
+from tooluse_agents.config_loader import from_dict
 from tooluse_agents.grpo.advantages import group_outcome
 from tooluse_agents.grpo.checkpoint import latest_checkpoint
-from tooluse_agents.grpo.config import TrainConfig, from_dict
+from tooluse_agents.grpo.config import TrainConfig
 from tooluse_agents.grpo.distributed import Dist
 from tooluse_agents.grpo.filtering import make_filter
 from tooluse_agents.grpo.metrics import EVAL_KEY, eval_metrics, step_metrics

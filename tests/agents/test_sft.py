@@ -108,3 +108,20 @@ def test_bad_settings_are_refused():
         SFTConfig(epochs=0)
     with pytest.raises(ValueError, match="lr"):
         SFTConfig(lr=0.0)
+
+
+def test_config_file_flags_and_overrides_merge_in_that_order(tmp_path):
+    from tooluse_agents.sft import build_parser, config_from_args
+
+    path = tmp_path / "sft.yaml"
+    path.write_text("epochs: 3\nlr: 2.0e-5\nbatch_size: 4\nprotocol: {template: context}\n")
+    args = build_parser().parse_args(["--config", str(path), "--epochs", "2", "batch_size=16", "--reasoning", "strip"])
+    config = config_from_args(args)
+    assert (config.epochs, config.lr, config.batch_size) == (2, 2e-5, 16)  # flag over file, override over both
+    assert (config.protocol.template, config.protocol.reasoning) == ("context", "strip")
+    assert config.protocol.tool_format == SFTConfig().protocol.tool_format  # the rest: the training protocol
+    assert config_from_args(build_parser().parse_args([])) == SFTConfig()
+    with pytest.raises(ValueError, match=r"epochs: expected int, got 'two'"):
+        config_from_args(build_parser().parse_args(["epochs=two"]))
+    with pytest.raises(ValueError, match="unknown SFTConfig keys"):
+        config_from_args(build_parser().parse_args(["epoch=2"]))
