@@ -20,6 +20,7 @@ from tooluse_gym.types import ToolCall
 __all__ = [
     "CATEGORIES",
     "GROUPS",
+    "UNSATISFIABLE",
     "SingleTurnTask",
     "category_names",
     "load_single_turn_tasks",
@@ -41,6 +42,14 @@ NOT_YET = ("simple_java", "simple_javascript")
 GROUPS: Mapping[str, tuple[str, ...]] = {"non_live": NON_LIVE, "live": LIVE, "single_turn": CATEGORIES}
 """BFCL's group names, each for the supported categories it holds."""
 CHECKS = ("ast", "irrelevance", "relevance")
+UNSATISFIABLE: Mapping[str, str] = {
+    "live_simple_106-63-0": "required parameters with no acceptable value",
+    "live_simple_112-68-0": "required parameters with no acceptable value",
+    "live_multiple_507-149-4": "a required parameter is missing from the possible answer",
+    "live_multiple_862-181-3": "the possible answer has a parameter the function does not define",
+    "live_multiple_964-207-0": "a required parameter is missing from the possible answer",
+}
+"""Entries whose possible answers no response can satisfy under BFCL's checker (its own data; tests check it)."""
 
 
 @dataclass(frozen=True)
