@@ -25,9 +25,7 @@ def message(calls: Calls | str, response_format: str) -> Any:
     if response_format == "python":
         return "[" + ", ".join(f"{n}({', '.join(f'{k}={v!r}' for k, v in a.items())})" for n, a in calls) + "]"
     if response_format == "json":
-        return "\n".join(
-            "<tool_call>\n" + json.dumps({"name": n, "arguments": a}) + "\n</tool_call>" for n, a in calls
-        )
+        return "\n".join("<tool_call>\n" + json.dumps({"name": n, "arguments": a}) + "\n</tool_call>" for n, a in calls)
     tool_calls = [
         {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
         for i, (n, a) in enumerate(calls)
@@ -35,7 +33,7 @@ def message(calls: Calls | str, response_format: str) -> Any:
     return {"content": None if calls else "", "tool_calls": tool_calls}
 
 
-_TYPED = {"string": "zz", "integer": 3, "float": 2.5, "boolean": True, "array": [], "tuple": [], "dict": {}, "any": "zz"}
+_TYPED = {"string": "zz", "integer": 3, "float": 2.5, "boolean": True, "array": [], "tuple": [], "dict": {}, "any": "z"}
 
 
 def _mistyped(value: Any) -> Any:
