@@ -54,4 +54,3 @@ class OracleAgent:
 
     def close(self) -> None:
         """Nothing to release."""
-

@@ -79,9 +79,7 @@ def build(folder: str | Path, scenarios: str | Path = CHECK_SCENARIOS, target: f
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Teach the tiny check model its answers; returns the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python -m experiments.check_model", description=__doc__.splitlines()[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m experiments.check_model", description=__doc__.splitlines()[0])
     parser.add_argument("folder", nargs="?", default="runs/check-model")
     parser.add_argument("--scenarios", default=str(CHECK_SCENARIOS))
     parser.add_argument("--target", type=float, default=TARGET)

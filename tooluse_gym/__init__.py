@@ -5,6 +5,7 @@
 
     env = gym.make("ToolUse-MultiTurn-v0", category="base", template="native", reasoning="keep",
                    system_prompt="bfcl", tool_format="python")
+    env = gym.make("ToolUse-SingleTurn-v0", category="simple_python")   # BFCL single-turn
     env = gym.make("ToolUse-Scenario-v0", path="scenarios/curriculum/train.yaml")
     env = gym.make("ToolUse-Tasks-v0", source={"kind": "bfcl", "category": "base", "next_turn": True})
     env = gym.make("ToolUse-Tasks-v0", pool=pool)   # any `tooluse_gym.envs.builder.TaskPool`
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from gymnasium.envs.registration import register, registry
 
-from tooluse_gym.envs.ids import MULTI_TURN_ID, SCENARIO_ID, TASKS_ID
+from tooluse_gym.envs.ids import MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID, TASKS_ID
 
 __version__ = "0.1.0"
 
@@ -24,6 +25,7 @@ __all__ = ["__version__", "register_tools"]
 
 _ENV_IDS = {
     MULTI_TURN_ID: "tooluse_gym.envs.multi_turn:make_multi_turn_env",
+    SINGLE_TURN_ID: "tooluse_gym.envs.single_turn:make_single_turn_env",
     SCENARIO_ID: "tooluse_gym.envs.scenario:make_scenario_env",
     TASKS_ID: "tooluse_gym.envs.builder:make_task_env",
 }

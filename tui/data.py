@@ -22,6 +22,7 @@ from tooluse_gym.tasks.known_issues import KnownIssues, load_known_issues
 
 __all__ = ["EpisodeFilter", "EpisodeStore", "EpisodeSummary", "FileHealth", "JsonlFile", "MetricsLog", "select"]
 
+
 @cache
 def known_issues() -> KnownIssues | None:
     """The BFCL known-issues registry, or None when it cannot be read (no task is marked then)."""

@@ -178,3 +178,64 @@ def test_non_string_content_is_a_parse_failure(decoder):
     env.reset(options={"task_id": "multi_turn_base_0"})
     *_, info = env.unwrapped.step({"content": None, "tool_calls": [{"function": {"name": "ls", "arguments": "{}"}}]})
     assert "parse_failure" not in info and info["step_record"].calls[0].name == "ls"
+
+
+# --- single-turn: the same hostile messages, decoded by BFCL's AST decoders (nothing executes) ----------
+
+SINGLE_TURN_HOSTILE = [
+    *HOSTILE,
+    f"[calculate_triangle_area(base=__import__('os').system('touch {CANARY}'), height=1)]",
+    f"[calculate_triangle_area(base=(lambda: open('{CANARY}', 'w'))(), height=1)]",
+    "[calculate_triangle_area(base=10**10**10, height=1)]",
+    "[calculate_triangle_area(base=" + "1+" * 5000 + "1, height=1)]",
+    "[calculate_triangle_area(**{'base': 10, 'height': 5})]",
+    "[f(a=1)]" * 100,
+]
+SINGLE_TURN_ACTIONS = [
+    *SINGLE_TURN_HOSTILE,
+    {"tool_calls": [{"function": {"name": "calculate_triangle_area", "arguments": {"base": 10}}}]},
+    {"tool_calls": [{"function": {"name": "calculate_triangle_area", "arguments": "[1, 2]"}}]},
+    {"tool_calls": [{"function": {"name": "f", "arguments": "[" * 100000}}]},
+    {"tool_calls": [{"function": {"name": "f", "arguments": '{"a": ' * 5000 + "1" + "}" * 5000}}]},
+    {"tool_calls": None, "content": None},
+    {"tool_calls": "calculate_triangle_area"},
+    {"tool_calls": [None, 3]},
+    b"\xff\xfe",
+    None,
+    42,
+    ["[f()]"],
+]
+
+
+@pytest.mark.parametrize("tool_format", ["python", "json"])
+def test_single_turn_hostile_actions_never_execute_code(in_tmp, tool_format):
+    env = gym.make("ToolUse-SingleTurn-v0", category="single_turn", tool_format=tool_format)
+    ids = ["simple_python_0", "parallel_multiple_0", "irrelevance_0", "live_relevance_0-0-0", "live_simple_0-0-0"]
+    for task_id in ids:
+        for action in SINGLE_TURN_ACTIONS:
+            env.reset(seed=0, options={"task_id": task_id})
+            obs, reward, terminated, truncated, info = env.unwrapped.step(action)
+            assert terminated and not truncated
+            assert env.observation_space.contains(obs)
+            assert info["checker"]["error_type"] != "ast_checker:crashed"
+            if "irrelevance" not in task_id and "relevance" not in task_id:
+                assert reward == 0.0
+    assert not (in_tmp / CANARY).exists()
+    assert os.listdir(in_tmp) == []
+
+
+_SINGLE_TURN_ENVS = {
+    fmt: gym.make("ToolUse-SingleTurn-v0", category="single_turn", tool_format=fmt) for fmt in ("python", "json")
+}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(actions, st.sampled_from(["python", "json"]), st.integers(0, 10_000))
+def test_single_turn_step_never_raises(in_tmp, action, tool_format, index):
+    env = _SINGLE_TURN_ENVS[tool_format]
+    env.reset(seed=index)
+    obs, reward, terminated, truncated, info = env.unwrapped.step(action)
+    assert terminated
+    assert env.observation_space.contains(obs)
+    assert reward in (0.0, 1.0)
+    assert os.listdir(in_tmp) == []

@@ -87,8 +87,13 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _cli(*args: str) -> None:
-    subprocess.run([sys.executable, "-c", "import sys; from tooluse_agents.cli import main; sys.exit(main())", *args],
-                   check=True, cwd=ROOT, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-c", "import sys; from tooluse_agents.cli import main; sys.exit(main())", *args],
+        check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
 
 
 def _eval_case(*args: str) -> dict[str, Any]:
@@ -104,17 +109,45 @@ def oracle_eval() -> dict[str, Any]:
     """The oracle through the evaluation CLI: 2 tasks of each BFCL category, 2 seeds, python and json calls."""
     return {
         "python": _eval_case("--agent", "oracle", "--limit", "2", "--seeds", "0", "1"),
-        "json": _eval_case("--agent", "oracle", "--categories", "base", "miss_func", "--limit", "1",
-                           "--tool-format", "json", "--template", "context"),
+        "json": _eval_case(
+            "--agent",
+            "oracle",
+            "--categories",
+            "base",
+            "miss_func",
+            "--limit",
+            "1",
+            "--tool-format",
+            "json",
+            "--template",
+            "context",
+        ),
     }
 
 
 def vllm_eval() -> dict[str, Any]:
     """SmolLM2-135M on vLLM (CPU), seeded sampling, one short task slice."""
     return _eval_case(
-        "--agent", "vllm", "--model", "smollm2-135m", "--categories", "base", "--limit", "2", "--seeds", "0",
-        "--system-prompt", "strong", "--tool-format", "json", "--temperature", "0.7", "--max-tokens", "48",
-        "--dtype", "float32",
+        "--agent",
+        "vllm",
+        "--model",
+        "smollm2-135m",
+        "--categories",
+        "base",
+        "--limit",
+        "2",
+        "--seeds",
+        "0",
+        "--system-prompt",
+        "strong",
+        "--tool-format",
+        "json",
+        "--temperature",
+        "0.7",
+        "--max-tokens",
+        "48",
+        "--dtype",
+        "float32",
     )
 
 
@@ -126,13 +159,24 @@ def grpo_smoke() -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "grpo"
         subprocess.run(
-            [sys.executable, "-c", "import sys; from tooluse_agents.grpo.cli import main; sys.exit(main())",
-             str(config), f"run_dir={run}", "--no-progress"],
-            check=True, cwd=ROOT, capture_output=True, text=True,
+            [
+                sys.executable,
+                "-c",
+                "import sys; from tooluse_agents.grpo.cli import main; sys.exit(main())",
+                str(config),
+                f"run_dir={run}",
+                "--no-progress",
+            ],
+            check=True,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
         )
         metrics = _jsonl(run / "metrics.jsonl")
-        episodes = sorted(_jsonl(run / "episodes.jsonl"), key=lambda r: json.dumps(r.get("train", r.get("eval")),
-                                                                                    sort_keys=True) + r["task_id"])
+        episodes = sorted(
+            _jsonl(run / "episodes.jsonl"),
+            key=lambda r: json.dumps(r.get("train", r.get("eval")), sort_keys=True) + r["task_id"],
+        )
     return {"metrics": normalize(metrics), "episodes": normalize(episodes)}
 
 
@@ -163,15 +207,17 @@ def token_rollout() -> dict[str, Any]:
 
     def show(episodes: list[Any]) -> list[dict[str, Any]]:
         return [
-            normalize({
-                "prompt_ids": [len(e.prompt_ids), digest(e.prompt_ids)],
-                "completion_ids": [len(e.completion_ids), digest(e.completion_ids)],
-                "logprobs": digest(e.logprobs),
-                "env_mask": [sum(e.env_mask), digest(e.env_mask)],
-                "record": dict(e.record),
-                "checker": e.checker,
-                "untrained": e.untrained,
-            })
+            normalize(
+                {
+                    "prompt_ids": [len(e.prompt_ids), digest(e.prompt_ids)],
+                    "completion_ids": [len(e.completion_ids), digest(e.completion_ids)],
+                    "logprobs": digest(e.logprobs),
+                    "env_mask": [sum(e.env_mask), digest(e.env_mask)],
+                    "record": dict(e.record),
+                    "checker": e.checker,
+                    "untrained": e.untrained,
+                }
+            )
             for e in episodes
         ]
 
@@ -188,8 +234,9 @@ def token_rollout() -> dict[str, Any]:
     # a prefix break (context template) and an episode out of room
     envs = [gym.make("ToolUse-MultiTurn-v0", category="all", task_ids=ids, template="context") for _ in ids]
     out["context_cut"] = show(play(envs, [RolloutJob(t, 3) for t in ids], tokenizer, as_policy(oracle)))
-    out["out_of_room"] = show(play(envs, [RolloutJob(ids[0], 3)], tokenizer, as_policy(oracle),
-                                   max_completion_length=60))
+    out["out_of_room"] = show(
+        play(envs, [RolloutJob(ids[0], 3)], tokenizer, as_policy(oracle), max_completion_length=60)
+    )
     for env in envs:
         env.close()
     # next-turn prompts: the oracle plays the turns before the last, the policy the last
@@ -198,8 +245,9 @@ def token_rollout() -> dict[str, Any]:
     make = env_factory(pool, protocol)
     envs = [make() for _ in pool.tasks[:4]]
     jobs = [RolloutJob(t.task_id, 11) for t in pool.tasks[:4]]
-    out["next_turn"] = show(play(envs, jobs, tokenizer, as_policy(silent), scripted=before_last_turn,
-                                 max_new_tokens=32))
+    out["next_turn"] = show(
+        play(envs, jobs, tokenizer, as_policy(silent), scripted=before_last_turn, max_new_tokens=32)
+    )
     for env in envs:
         env.close()
     return out
@@ -224,15 +272,29 @@ def chat_episode() -> dict[str, Any]:
             view = episode.reset()
             views = []
             while view is not None:
-                views.append({"messages": digest(view.messages), "tools": digest(view.tools),
-                              "new": view.new_messages, "seed": view.seed})
+                views.append(
+                    {
+                        "messages": digest(view.messages),
+                        "tools": digest(view.tools),
+                        "new": view.new_messages,
+                        "seed": view.seed,
+                    }
+                )
                 request = request_for(episode.observation, episode.reset_info, episode.last_info, 0)
                 if structured and request.steps_in_turn == 0 and request.task.ground_truth[request.turn]:
                     calls = request.task.ground_truth[request.turn]
-                    reply = {"role": "assistant", "content": "", "tool_calls": [
-                        {"id": f"call_{request.turn}_{i}", "type": "function",
-                         "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))}}
-                        for i, c in enumerate(calls)]}
+                    reply = {
+                        "role": "assistant",
+                        "content": "",
+                        "tool_calls": [
+                            {
+                                "id": f"call_{request.turn}_{i}",
+                                "type": "function",
+                                "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))},
+                            }
+                            for i, c in enumerate(calls)
+                        ],
+                    }
                 elif structured:
                     reply = {"role": "assistant", "content": END_OF_TURN}
                 else:

@@ -78,8 +78,10 @@ def test_greso_and_screen_run_writes_their_metrics_and_resumes_exactly(tiny_mode
         straight = tiny_trainer(tiny_model, run_a, "max_steps=6", f"seed={seed}", *settings, heldout=False)
         straight.train()
         tried = _read(run_a / "metrics.jsonl")
-        if straight.step == 6 and any(m["screen/screened_prompts"] for m in tried) and any(
-            m["filter/skipped_prompts"] for m in tried
+        if (
+            straight.step == 6
+            and any(m["screen/screened_prompts"] for m in tried)
+            and any(m["filter/skipped_prompts"] for m in tried)
         ):
             break
     else:

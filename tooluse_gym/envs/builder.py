@@ -1,6 +1,6 @@
 """The one env builder: a task pool and its knobs in, the base env wrapped for the protocol out.
 
-Every env id is built here (`ToolUse-MultiTurn-v0`, `ToolUse-Scenario-v0`, and
+Every env id is built here (`ToolUse-MultiTurn-v0`, `ToolUse-SingleTurn-v0`, `ToolUse-Scenario-v0`, and
 `ToolUse-Tasks-v0`: a JSON task source (`tooluse_gym.envs.sources`) or any `TaskPool`, what GRPO
 trains on), so an env id differs from another only by its tasks and its knob defaults.
 """
@@ -16,6 +16,7 @@ import gymnasium as gym
 from tooluse_gym import __version__
 from tooluse_gym.envs.ids import TASKS_ID
 from tooluse_gym.envs.knobs import ENV_DEFAULTS, Knobs
+from tooluse_gym.envs.single_turn_env import SingleTurnEnv
 from tooluse_gym.envs.tool_env import EnvConfig, ToolUseEnv
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl
@@ -38,6 +39,8 @@ class TaskPool:
         stateless: Backends whose instances carry no state (shared across tasks).
         hooks: How the simulators are set up and compared (BFCL's, or a scenario set's).
         label: The card's ``category``.
+        single_turn: The tasks are BFCL single-turn entries (`tooluse_gym.tasks.bfcl_single_turn`),
+            played by `SingleTurnEnv` (one message each, nothing executed).
     """
 
     tasks: tuple[Task, ...]
@@ -45,6 +48,7 @@ class TaskPool:
     stateless: frozenset[str] = frozenset()
     hooks: BackendHooks | None = None
     label: str = "all"
+    single_turn: bool = False
 
     def __repr__(self) -> str:  # short: gym.make puts its kwargs into error messages
         return f"TaskPool({len(self.tasks)} tasks, {len(self.classes)} backends, label={self.label!r})"
@@ -87,6 +91,10 @@ def build_env(
         tooluse_gym_version=__version__,
         **knobs.card_fields(**dict(card_extra or {})),
     )
+    env: gym.Env
+    if pool.single_turn:
+        env = SingleTurnEnv(pool.tasks, knobs=knobs, protocol=card, render_mode=render_mode)
+        return wrap(env, knobs)
     env = ToolUseEnv(
         pool.tasks,
         pool.classes,

@@ -5,6 +5,8 @@ No imports at all: every layer can import them (the TUI's run files name the BFC
 
 MULTI_TURN_ID = "ToolUse-MultiTurn-v0"
 """BFCL multi-turn (`tooluse_gym.envs.multi_turn`)."""
+SINGLE_TURN_ID = "ToolUse-SingleTurn-v0"
+"""BFCL single-turn (`tooluse_gym.envs.single_turn`)."""
 SCENARIO_ID = "ToolUse-Scenario-v0"
 """Tasks from scenario files (`tooluse_gym.envs.scenario`)."""
 TASKS_ID = "ToolUse-Tasks-v0"

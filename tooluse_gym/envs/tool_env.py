@@ -10,11 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 from gymnasium import spaces
-from gymnasium.utils import seeding
 
 from tooluse_gym.checker import CheckResult, EpisodeChecker, LiveTruth, TruthTurn, TruthTurns, play_ground_truth
+from tooluse_gym.envs.base import TaskEnv, task_env
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.spaces import AssistantAction, Conversation, ToolSchemas
@@ -27,7 +26,6 @@ from tooluse_gym.tools.snapshots import InstanceSnapshots
 from tooluse_gym.types import ParsedAction, StepRecord
 
 _RENDER_CLIP = 400
-RESET_OPTIONS = ("task_id",)
 """The keys `ToolUseEnv.reset` understands in ``options``; any other is refused."""
 
 
@@ -55,7 +53,7 @@ class EnvConfig:
     holdout_notice: str = "More functions are available now."
 
 
-class ToolUseEnv(gym.Env[dict, Any]):
+class ToolUseEnv(TaskEnv):
     """Multi-turn tool calling over a list of tasks, scored like BFCL's multi-turn checker.
 
     ## Description
@@ -134,20 +132,9 @@ class ToolUseEnv(gym.Env[dict, Any]):
         `info` holds ``task_id``, ``turn`` and ``steps_in_turn`` (both 0), ``protocol`` (the protocol
         card with this seed) and ``task``, the `Task` played (in-process only: ground truth for scripted
         agents, the user turns for episode records). An unknown ``task_id``, or an option other than
-        those in `RESET_OPTIONS`, raises `ValueError`.
+        those in `tooluse_gym.envs.base.RESET_OPTIONS`, raises `ValueError`.
         """
-        unknown = sorted(set(options or {}) - set(RESET_OPTIONS), key=str)
-        if unknown:
-            raise ValueError(f"unknown reset options {unknown}; the known ones are: {', '.join(RESET_OPTIONS)}")
-        self._seed_lazily(seed)
-        task_id = (options or {}).get("task_id")
-        if task_id is None:
-            index = int(self.np_random.integers(len(self.tasks)))
-        elif task_id in self._by_id:
-            index = self._by_id[task_id]
-        else:
-            raise ValueError(f"unknown task_id {task_id!r} (this env has {len(self.tasks)} tasks)")
-        task = self.task = self.tasks[index]
+        task = self.task = self.draw_task(seed, options)
         # a task's first episode loads its simulators; later ones start from snapshots of them
         key = task.task_id
         self._replay = key in self._truth_cache or key in self._played_once
@@ -229,49 +216,6 @@ class ToolUseEnv(gym.Env[dict, Any]):
     def close(self) -> None:
         """End the current episode: `step` needs a `reset` again."""
         self._done = True
-
-    def episode_task(self) -> Task:
-        """The current episode's task (`task`); `gymnasium.error.ResetNeeded` before the first `reset`."""
-        if self.task is None:
-            raise gym.error.ResetNeeded("call reset() before using the env")
-        return self.task
-
-    # --- seeding ---------------------------------------------------------------------------
-    # `reset(seed=s)` makes `np_random` the generator `seeding.np_random(s)` gives, as
-    # `gym.Env.reset` does, but builds it on first use: most resets name their task and never
-    # draw from it. A generator built later from the same seed draws the same numbers.
-
-    def _seed_lazily(self, seed: int | None) -> None:
-        if seed is None:
-            return
-        if not (isinstance(seed, int) and seed >= 0):
-            seeding.np_random(seed)  # raises gymnasium's own error for this seed
-        self._pending_seed = seed
-        self._np_random = None
-        self._np_random_seed = None
-
-    def _materialize_seed(self) -> None:
-        seed = self.__dict__.pop("_pending_seed", None)
-        if seed is not None:
-            self._np_random, self._np_random_seed = seeding.np_random(seed)
-
-    @property
-    def np_random(self) -> np.random.Generator:
-        """The env's generator: built on first use from the last reset's seed (a random one if never seeded)."""
-        self._materialize_seed()
-        return super().np_random
-
-    @np_random.setter
-    def np_random(self, value: np.random.Generator) -> None:
-        self.__dict__.pop("_pending_seed", None)
-        self._np_random = value
-        self._np_random_seed = -1
-
-    @property
-    def np_random_seed(self) -> int:
-        """The seed `np_random` was built from (-1 when a generator was assigned directly)."""
-        self._materialize_seed()
-        return super().np_random_seed
 
     # --- internals -------------------------------------------------------------------------
 
@@ -405,13 +349,13 @@ def tool_use_env(env: gym.Env) -> ToolUseEnv:
 
 
 def task_ids(env: gym.Env) -> list[str]:
-    """The ids of the tasks a tooluse-gym env plays, in its order (`TypeError` for another env)."""
-    return [t.task_id for t in tool_use_env(env).tasks]
+    """The ids of the tasks a tooluse-gym env plays (multi- or single-turn), in order (`TypeError` for another env)."""
+    return [t.task_id for t in task_env(env).tasks]
 
 
 def protocol_card(env: gym.Env) -> ProtocolCard:
     """The protocol card a tooluse-gym env issues at every reset (before a reset sets its seed)."""
-    return tool_use_env(env).protocol
+    return task_env(env).protocol
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,19 @@ _Decoded = list[tuple[str, Any, Any]]
 
 
 def _decode_python(text: str) -> _Decoded:
+    calls = python_calls(text)
+    try:
+        return [(_call_string(name, args), name, args) for name, args in calls]
+    except (ValueError, RecursionError) as e:  # e.g. an int too long to print
+        raise DecodeError(f"cannot write the call ({type(e).__name__})") from None
+
+
+def python_calls(text: str) -> list[tuple[Any, dict[Any, Any]]]:
+    """The calls ``default_decode_ast_prompting(text)`` returns, as (name, arguments); raises `DecodeError`.
+
+    BFCL's AST decoder for Python text: the same reading as `decode_python`, before the
+    calls are written as call strings.
+    """
     result = text.strip("`\n ")
     if not result.startswith("["):
         result = "[" + result
@@ -83,7 +96,7 @@ def _decode_python(text: str) -> _Decoded:
     cleaned = result.strip().strip("'")
     read = read_call_list(cleaned, names=True)  # the common shape, read as `ast` would read it
     if read is not None:
-        return [(_call_string(name, args), name, args) for name, args in read]
+        return list(read)
     if certain_syntax_error(cleaned):  # prose: what `ast` would say, without the failed parse
         raise DecodeError("not a Python call list (SyntaxError)")
     try:
@@ -103,10 +116,7 @@ def _decode_python(text: str) -> _Decoded:
         raise DecodeError(f"more than {MAX_CALLS_PER_MESSAGE} calls in one message")
     budget = [MAX_NODES]
     decoded = [_resolve_call(n, 0, budget) for n in nodes]
-    try:
-        return [(_call_string(name, args), name, args) for call in decoded for name, args in call.items()]
-    except (ValueError, RecursionError) as e:  # e.g. an int too long to print
-        raise DecodeError(f"cannot write the call ({type(e).__name__})") from None
+    return [(name, args) for call in decoded for name, args in call.items()]
 
 
 def _resolve_call(node: ast.Call, depth: int, budget: list[int]) -> dict[str, dict[Any, Any]]:

@@ -6,12 +6,12 @@ from typing import Any
 
 import gymnasium as gym
 
-from tooluse_gym.envs.tool_env import tool_use_env
+from tooluse_gym.envs.base import task_env
 from tooluse_gym.prompts import SystemPromptSpec, system_prompt_spec
 
 
 class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
-    """Prepend a system message.
+    """Prepend a system message (or put the prompt before the text of a task's own system message, as BFCL does).
 
     - ``bfcl``: BFCL's prompting-mode prompt, built from bfcl_eval's own text, with the task's
       functions as indented JSON; the ``tools`` field is then empty.
@@ -48,15 +48,15 @@ class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
 
         ``tools`` is emptied when the prompt carries the function list.
         """
-        task = tool_use_env(self.env).episode_task()
+        task = task_env(self.env).episode_task()
         if self._rendered is None or self._rendered[0] != task.task_id:
             self._rendered = (task.task_id, self.prompt.render(task.functions))
         text = self._rendered[1]
         if text is None:
             return observation
         tools = [] if self.prompt.carries_tools else observation["tools"]
-        return {
-            **observation,
-            "messages": [{"role": "system", "content": text}, *observation["messages"]],
-            "tools": tools,
-        }
+        messages = observation["messages"]
+        if messages and messages[0]["role"] == "system":  # a task's own system message goes after ours, as BFCL does
+            merged = {**messages[0], "content": text + "\n\n" + messages[0]["content"]}
+            return {**observation, "messages": [merged, *messages[1:]], "tools": tools}
+        return {**observation, "messages": [{"role": "system", "content": text}, *messages], "tools": tools}

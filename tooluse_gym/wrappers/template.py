@@ -7,7 +7,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from tooluse_gym.envs.tool_env import tool_use_env
+from tooluse_gym.envs.base import task_env
 
 CONTEXT_HEADER = "The conversation so far is below. Write the assistant's next message."
 
@@ -53,7 +53,7 @@ class ContextTemplate(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
         """The observation with all messages after the system message as one user message (`serialize_history`)."""
         messages = observation["messages"]
         head = [messages[0]] if messages and messages[0]["role"] == "system" else []
-        records = tool_use_env(self.env).call_records
+        records = task_env(self.env).call_records
         names = {call_id: record.call.render() for call_id, record in records.items()}
         text = serialize_history(messages[len(head) :], names)
         return {**observation, "messages": [*head, {"role": "user", "content": text}]}

@@ -6,8 +6,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from tooluse_gym.envs.base import task_env
 from tooluse_gym.envs.knobs import TOOL_RESULT_PLACEMENTS, check_choice
-from tooluse_gym.envs.tool_env import tool_use_env
 
 
 class ToolResultPlacement(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
@@ -29,7 +29,7 @@ class ToolResultPlacement(gym.ObservationWrapper, gym.utils.RecordConstructorArg
         """The observation with each step's ``tool`` messages merged into one user message, under ``user_message``."""
         if self.placement == "tool_messages":
             return observation
-        records = tool_use_env(self.env).call_records
+        records = task_env(self.env).call_records
         out: list[dict[str, Any]] = []
         pending: list[dict[str, str]] = []
         for message in observation["messages"]:

@@ -1,0 +1,84 @@
+"""`ToolUse-SingleTurn-v0`: BFCL's single-turn entries, scored by BFCL's AST checker and relevance rules.
+
+Knobs (`tooluse_gym.envs.knobs.Knobs`), and how each applies to one request answered by one
+message:
+
+* ``system_prompt``, ``tool_format``, ``template``, ``tokenizer``, ``chat_template`` shape what
+  the model sees and how its message is decoded, as in the multi-turn env. A task's own system
+  message (some live entries have one) follows the prompt's text in one system message, as in
+  BFCL's prompting handlers.
+* ``reasoning`` applies to the assistant messages a request already holds (a few
+  ``live_irrelevance`` entries).
+* Knobs about executing calls have nothing to act on, since nothing executes: ``tool_results``,
+  ``strict_tools``, ``validate_args`` and ``max_steps_per_turn`` keep their defaults, and any
+  other value is refused (`ValueError`) rather than recorded on a card where it changed nothing.
+* ``decoder`` is ``bfcl`` only: a friendlier decoder for single-turn is not written yet.
+
+Function names: when the system prompt carries the function list (BFCL's prompting mode) the
+names keep their dots, as BFCL's prompting models are scored; when the functions travel in the
+``tools`` field (function calling), dots are written as underscores in the schemas and the
+checker expects them so, as BFCL's ``underscore_to_dot`` does for API models (OpenAI-style APIs
+refuse dots in names).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+
+from tooluse_gym.envs.builder import TaskPool, build_env
+from tooluse_gym.envs.ids import SINGLE_TURN_ID
+from tooluse_gym.envs.knobs import ENV_DEFAULTS, Knobs
+from tooluse_gym.tasks.bfcl_single_turn import load_single_turn_tasks
+
+ENV_ID = SINGLE_TURN_ID
+DEFAULTS = ENV_DEFAULTS[ENV_ID]
+"""BFCL's protocol: its prompt, Python call lists, decoded as its handlers decode them."""
+FIXED_KNOBS = ("tool_results", "strict_tools", "validate_args", "max_steps_per_turn")
+"""Knobs about executing calls: single-turn executes nothing, so only their defaults are accepted."""
+__all__ = ["DEFAULTS", "ENV_ID", "FIXED_KNOBS", "make_single_turn_env", "single_turn_knobs"]
+
+
+def single_turn_knobs(**knobs: Any) -> Knobs:
+    """The env's knobs: `DEFAULTS` with the given ones; a knob that cannot apply to single-turn is a `ValueError`."""
+    resolved = DEFAULTS.with_defaults(**knobs)
+    if resolved.decoder != "bfcl":
+        raise ValueError(
+            f"{ENV_ID} decodes as BFCL does (decoder='bfcl'); decoder={resolved.decoder!r} is not available"
+        )
+    for knob in FIXED_KNOBS:
+        value = resolved.validates_args if knob == "validate_args" else getattr(resolved, knob)
+        default = DEFAULTS.validates_args if knob == "validate_args" else getattr(DEFAULTS, knob)
+        if value != default:
+            raise ValueError(
+                f"{ENV_ID} executes no call, so {knob} cannot apply: leave it at {default!r}, got {value!r}"
+            )
+    return resolved
+
+
+def make_single_turn_env(
+    category: str = "simple_python",
+    task_ids: Sequence[str] | None = None,
+    render_mode: str | None = None,
+    **knobs: Any,
+) -> gym.Env:
+    """Build `ToolUse-SingleTurn-v0`: BFCL single-turn entries, one message each, wrapped for the protocol.
+
+    ## Arguments
+    - `category`: a BFCL single-turn category (``simple_python``, ``multiple``, ``parallel``,
+      ``parallel_multiple``, ``irrelevance``, ``live_simple``, ``live_multiple``,
+      ``live_parallel``, ``live_parallel_multiple``, ``live_irrelevance``, ``live_relevance``)
+      or group (``non_live``, ``live``, ``single_turn``: the supported categories of each).
+    - `task_ids`: restrict the env to these entries.
+    - `render_mode`: ``None`` or ``"ansi"``.
+    - every other keyword is a knob of `tooluse_gym.envs.knobs.Knobs` (module docstring: which apply).
+
+    ## Version History
+    - v0: initial version (bfcl-eval 2026.3.23 data; Python and relevance categories).
+    """
+    resolved = single_turn_knobs(**knobs)
+    tasks = load_single_turn_tasks(category, task_ids, underscore_to_dot=not resolved.prompt.carries_tools)
+    pool = TaskPool(tuple(tasks), {}, label=category, single_turn=True)
+    return build_env(pool, resolved, env_id=ENV_ID, render_mode=render_mode)

@@ -1,0 +1,197 @@
+"""`SingleTurnEnv`: a BFCL single-turn entry as a one-step Gymnasium environment."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+from gymnasium import spaces
+
+from tooluse_gym.ast_checker import AstVerdict, verdict
+from tooluse_gym.envs.base import TaskEnv
+from tooluse_gym.envs.knobs import Knobs
+from tooluse_gym.protocol import ProtocolCard
+from tooluse_gym.spaces import AssistantAction, Conversation, ToolSchemas
+from tooluse_gym.tasks.bfcl_single_turn import SingleTurnTask
+from tooluse_gym.tasks.task import Task
+from tooluse_gym.tools.bfcl_ast_decoding import decode_ast_action
+from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS
+from tooluse_gym.tools.schemas import openai_tool
+from tooluse_gym.types import StepRecord
+
+_RENDER_CLIP = 400
+
+
+class SingleTurnEnv(TaskEnv):
+    """One request, one assistant message, scored like BFCL's single-turn evaluation.
+
+    ## Description
+    Each episode is one BFCL single-turn entry: the request (one or more messages) and the
+    functions offered. The agent's one message is decoded as BFCL's handlers decode it
+    (`tooluse_gym.tools.bfcl_ast_decoding`) and judged by BFCL's AST checker or its relevance
+    rules (`tooluse_gym.ast_checker`). Nothing is executed.
+
+    ## Action Space
+    `AssistantAction`: the message as text (decoded in the ``tool_format`` knob's syntax), or
+    an OpenAI-shaped dict ``{"content": str, "tool_calls": [...]}``.
+
+    ## Observation Space
+    ``Dict(messages=Conversation, tools=ToolSchemas)``: the request and the OpenAI tool schemas
+    (names with dots written with underscores when the tasks expect them so).
+
+    ## Rewards
+    1.0 if BFCL's checker marks the message valid, else 0.0.
+
+    ## Starting State
+    `reset(seed=..., options={"task_id": ...})`: the given entry, or one drawn with the seed.
+
+    ## Episode End
+    After the one step. `info` follows the multi-turn env's contract: ``step_record``,
+    ``turn_verdict``, ``checker`` (``valid``, ``error_type`` with BFCL's names, ``error_message``,
+    ``turns``) and ``tooluse``.
+    """
+
+    # gymnasium declares `metadata` an instance attribute (a property on wrappers): not a ClassVar here
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012
+
+    def __init__(
+        self,
+        tasks: Sequence[Task],
+        *,
+        knobs: Knobs,
+        protocol: ProtocolCard,
+        render_mode: str | None = None,
+    ):
+        if not tasks:
+            raise ValueError("SingleTurnEnv needs at least one task")
+        if not all(isinstance(t, SingleTurnTask) for t in tasks):
+            raise TypeError("SingleTurnEnv plays SingleTurnTask tasks only")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.tasks = list(tasks)
+        self.knobs = knobs
+        self.protocol = protocol
+        self._protocol_dict = protocol.to_dict()
+        self.render_mode = render_mode
+        self.action_space = AssistantAction(MAX_MESSAGE_CHARS)
+        self.observation_space = spaces.Dict({"messages": Conversation(), "tools": ToolSchemas()})
+        self.call_records = {}
+        self.task = None
+        self.messages: list[dict[str, Any]] = []
+        self._verdict: AstVerdict | None = None
+        self._done = True
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Start an episode on ``options["task_id"]``, or on an entry drawn with the seed, and show its request.
+
+        `info` holds ``task_id``, ``turn`` and ``steps_in_turn`` (both 0), ``protocol`` (the card with
+        this seed) and ``task``, the `SingleTurnTask` played (in-process only).
+        """
+        task = self.task = self.draw_task(seed, options)
+        self.messages = [dict(m) for m in task.turns[0]]
+        self._verdict = None
+        self._done = False
+        protocol = {**self._protocol_dict, "seed": seed, "extra": dict(self._protocol_dict["extra"])}
+        info = {"task_id": task.task_id, "turn": 0, "steps_in_turn": 0, "protocol": protocol, "task": task}
+        return self._obs(), info
+
+    def step(self, action: Any):
+        """Decode and judge the assistant's message; the episode ends.
+
+        `info` holds ``task_id``, ``turn`` and ``steps_in_turn`` (0), ``step_record`` (the message and the
+        calls decoded from it), ``parse_failure`` when decoding failed, ``env_messages`` (empty),
+        ``turn_verdict``, ``checker`` and ``tooluse``. Raises `gymnasium.error.ResetNeeded` after the end.
+        """
+        if self._done:
+            raise gym.error.ResetNeeded("the episode has ended; call reset() before step()")
+        task = self.episode_task()
+        assert isinstance(task, SingleTurnTask)
+        decoded = decode_ast_action(action, self.knobs.tool_format)
+        result = self._verdict = verdict(
+            decoded,
+            check=task.check,
+            functions=task.functions,
+            answer=task.answer,
+            test_category=task.category,
+            underscore_to_dot=task.underscore_to_dot,
+        )
+        parsed = decoded.parsed()
+        self.messages.append(_assistant_message(action, parsed.content))
+        self._done = True
+        reward = 1.0 if result.valid else 0.0
+        turn = {"turn": 0, "checked": True, "valid": result.valid, "error_type": result.error_type}
+        if result.message is not None:
+            turn["message"] = result.message
+        info: dict[str, Any] = {"task_id": task.task_id, "turn": 0}
+        if parsed.failure:
+            info["parse_failure"] = parsed.failure
+        info["step_record"] = StepRecord(0, parsed.content, parsed.calls, (), parsed.failure)
+        info["turn_verdict"] = turn
+        info["checker"] = {**result.to_dict(), "turns": [dict(turn)]}
+        info["tooluse"] = {"task_id": task.task_id, "reward": reward, "turns": 1, "steps": 0}
+        info["steps_in_turn"] = 0
+        info["env_messages"] = []
+        return self._obs(), reward, True, False, info
+
+    def render(self) -> str | None:
+        """Under ``ansi``, the episode's messages, one clipped line each, and the verdict once known; else None."""
+        if self.render_mode != "ansi":
+            return None
+        lines = [f"# {self.task.task_id}" if self.task else "# (not reset)"]
+        for m in self.messages:
+            content = m.get("content") or ""
+            if m.get("tool_calls"):
+                content += " " + " ".join(c["function"]["name"] + "(...)" for c in m["tool_calls"])
+            clipped = content if len(content) <= _RENDER_CLIP else content[:_RENDER_CLIP] + "..."
+            lines.append(f"[{m['role']}] {clipped}")
+        if self._verdict is not None:
+            lines.append(f"= valid={self._verdict.valid} error_type={self._verdict.error_type}")
+        return "\n".join(lines) + "\n"
+
+    def close(self) -> None:
+        """End the current episode: `step` needs a `reset` again."""
+        self._done = True
+
+    @property
+    def result(self) -> AstVerdict | None:
+        """The checker's verdict once the episode has ended."""
+        return self._verdict
+
+    def _obs(self) -> dict[str, Any]:
+        task = self.episode_task()
+        assert isinstance(task, SingleTurnTask)
+        return {"messages": list(self.messages), "tools": [_tool(d, task.underscore_to_dot) for d in task.functions]}
+
+
+def _tool(doc: Mapping[str, Any], underscore_to_dot: bool) -> dict[str, Any]:
+    tool = openai_tool(doc)
+    name = tool["function"]["name"]
+    if underscore_to_dot and "." in name:
+        return {**tool, "function": {**tool["function"], "name": name.replace(".", "_")}}
+    return tool
+
+
+def _assistant_message(action: Any, content: str) -> dict[str, Any]:
+    """The assistant message as the transcript shows it: its text and its tool calls as given (JSON-safe)."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if not isinstance(action, Mapping):
+        return message
+    if isinstance(action.get("reasoning_content"), str):
+        message["reasoning_content"] = action["reasoning_content"]
+    raw = action.get("tool_calls")
+    if isinstance(raw, list) and raw:
+        try:
+            message["tool_calls"] = json.loads(json.dumps(raw[:64], allow_nan=False))
+        except (TypeError, ValueError, RecursionError):
+            pass
+        else:
+            if not all(_shown_call(c) for c in message["tool_calls"]):
+                del message["tool_calls"]
+    return message
+
+
+def _shown_call(call: Any) -> bool:
+    fn = call.get("function") if isinstance(call, dict) else None
+    return isinstance(fn, dict) and isinstance(fn.get("name"), str) and isinstance(fn.get("arguments"), str)

@@ -1,0 +1,206 @@
+"""BFCL's single-turn data (the non-live, live and irrelevance categories), imported from `bfcl_eval`.
+
+The single-turn half of `tooluse_gym.tasks.bfcl`: where the data and possible answers live in
+the package, the category names and groups, and how an entry becomes a `SingleTurnTask` (one
+turn, the possible answers, and which of BFCL's checks scores it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from tooluse_gym.errors import TaskLoadError
+from tooluse_gym.tasks import bfcl
+from tooluse_gym.tasks.task import Task
+from tooluse_gym.types import ToolCall
+
+__all__ = [
+    "CATEGORIES",
+    "GROUPS",
+    "UNSATISFIABLE",
+    "SingleTurnTask",
+    "category_names",
+    "load_single_turn_tasks",
+]
+
+NON_LIVE = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+LIVE = (
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+    "live_irrelevance",
+    "live_relevance",
+)
+CATEGORIES = NON_LIVE + LIVE
+"""The single-turn categories this env plays (BFCL's names; the Java and JavaScript ones are not here yet)."""
+NOT_YET = ("simple_java", "simple_javascript")
+"""BFCL single-turn categories not supported yet: their decoders and type rules are not written."""
+GROUPS: Mapping[str, tuple[str, ...]] = {"non_live": NON_LIVE, "live": LIVE, "single_turn": CATEGORIES}
+"""BFCL's group names, each for the supported categories it holds."""
+CHECKS = ("ast", "irrelevance", "relevance")
+UNSATISFIABLE: Mapping[str, str] = {
+    "live_simple_106-63-0": "required parameters with no acceptable value",
+    "live_simple_112-68-0": "required parameters with no acceptable value",
+    "live_multiple_507-149-4": "a required parameter is missing from the possible answer",
+    "live_multiple_862-181-3": "the possible answer has a parameter the function does not define",
+    "live_multiple_964-207-0": "a required parameter is missing from the possible answer",
+}
+"""Entries whose possible answers no response can satisfy under BFCL's checker (its own data; tests check it)."""
+
+
+@dataclass(frozen=True)
+class SingleTurnTask(Task):
+    """A BFCL single-turn entry: one turn, answered by one message, scored by BFCL's AST checker or relevance rules.
+
+    `ground_truth` holds one realization of the possible answers (each expected call with the
+    first acceptable value of each parameter, optional ones left out unless the doc requires
+    them; for ``live_relevance``,
+    which has no answers, a call of the first function): what the oracle sends.
+
+    Attributes:
+        answer: BFCL's possible answers, one ``{name: {param: [acceptable values]}}`` per
+            expected call (empty for the relevance categories).
+        check: ``ast``, ``irrelevance`` (valid without a call) or ``relevance`` (valid with one).
+        underscore_to_dot: Dotted function names are expected with underscores.
+    """
+
+    answer: tuple[Mapping[str, Any], ...] = ()
+    check: str = "ast"
+    underscore_to_dot: bool = False
+
+
+def category_names(category: str) -> tuple[str, ...]:
+    """The categories a ``category`` argument names: one category, or a group (`GROUPS`)."""
+    if category in GROUPS:
+        return GROUPS[category]
+    if category in CATEGORIES:
+        return (category,)
+    if category in NOT_YET:
+        raise ValueError(f"BFCL category {category!r} is not supported yet (Java and JavaScript need their own rules)")
+    names = ", ".join((*CATEGORIES, *GROUPS))
+    raise ValueError(f"unknown BFCL single-turn category {category!r}; expected one of {names}")
+
+
+def load_single_turn_tasks(
+    category: str = "simple_python",
+    task_ids: Sequence[str] | None = None,
+    *,
+    underscore_to_dot: bool = False,
+) -> list[SingleTurnTask]:
+    """Load BFCL single-turn entries of a category or group, optionally only the given ids, in data order.
+
+    Args:
+        category: A category or group name (`category_names`).
+        task_ids: Only these entries, in this order.
+        underscore_to_dot: Dotted function names are expected with underscores (tools offered
+            through an API, which refuses dots); the reference calls are written so.
+    """
+    tasks = [t for c in category_names(category) for t in _load(c, underscore_to_dot)]
+    if task_ids is None:
+        return tasks
+    by_id = {t.task_id: t for t in tasks}
+    missing = [i for i in task_ids if i not in by_id]
+    if missing:
+        raise ValueError(f"unknown task ids for category {category!r}: {missing[:5]}")
+    return [by_id[i] for i in task_ids]
+
+
+@cache
+def _entries(category: str) -> tuple[tuple[dict[str, Any], list[Any]], ...]:
+    utils = bfcl._import("bfcl_eval.utils")
+    entries = utils.load_dataset_entry(category, include_language_specific_hint=True)
+    if check_of(category) != "ast":
+        return tuple((e, []) for e in entries)
+    truths = {g["id"]: g["ground_truth"] for g in utils.load_ground_truth_entry(category)}
+    missing = [e["id"] for e in entries if e["id"] not in truths]
+    if missing:
+        raise TaskLoadError(f"{category}: no possible answer for {missing[:3]}")
+    return tuple((e, truths[e["id"]]) for e in entries)
+
+
+@cache
+def _load(category: str, underscore_to_dot: bool) -> tuple[SingleTurnTask, ...]:
+    return tuple(_to_task(e, answer, category, underscore_to_dot) for e, answer in _entries(category))
+
+
+def check_of(category: str) -> str:
+    """Which of BFCL's checks scores a category: ``irrelevance``, ``relevance`` or ``ast``."""
+    if "irrelevance" in category:
+        return "irrelevance"
+    if "relevance" in category:
+        return "relevance"
+    return "ast"
+
+
+def _to_task(entry: dict[str, Any], answer: list[Any], category: str, underscore_to_dot: bool) -> SingleTurnTask:
+    task_id = entry["id"]
+    if len(entry["question"]) != 1:
+        raise TaskLoadError(f"{task_id}: expected one turn, got {len(entry['question'])}")
+    messages = []
+    for m in entry["question"][0]:
+        if m.get("role") not in ("system", "user", "assistant") or not isinstance(m.get("content"), str):
+            raise TaskLoadError(f"{task_id}: unexpected message {m!r:.80}")
+        messages.append({"role": m["role"], "content": m["content"]})
+    functions = bfcl._shared_docs(entry["function"])
+    check = check_of(category)
+    if check == "ast":
+        calls = tuple(_reference_call(item, functions, underscore_to_dot) for item in answer)
+    elif check == "relevance":
+        calls = (ToolCall(name=_name(functions[0]["name"], underscore_to_dot)),)
+    else:
+        calls = ()
+    return SingleTurnTask(
+        task_id=task_id,
+        category=category,
+        turns=(tuple(messages),),
+        ground_truth=(calls,),
+        functions=functions,
+        backends=(),
+        initial_config={},
+        source="bfcl",
+        answer=tuple(answer),
+        check=check,
+        underscore_to_dot=underscore_to_dot,
+    )
+
+
+def _name(name: str, underscore_to_dot: bool) -> str:
+    return name.replace(".", "_") if underscore_to_dot else name
+
+
+_OPTIONAL = object()
+
+
+def _first(accepted: Any) -> Any:
+    """The first acceptable value that is not the optional mark ``""`` (`_OPTIONAL` when there is none)."""
+    for value in accepted:
+        if value != "":
+            return value
+    return _OPTIONAL
+
+
+def _realize(value: Any, spec: Mapping[str, Any]) -> Any:
+    """An acceptable value as a call would give it: a dict's (or a list of dicts') keys take their first values."""
+    kind = spec.get("type")
+    if kind == "dict" and type(value) is dict:
+        return {k: v for k, v in ((k, _first(vs)) for k, vs in value.items()) if v is not _OPTIONAL}
+    if kind == "array" and spec.get("items", {}).get("type") == "dict" and type(value) is list:
+        return [_realize(d, {"type": "dict"}) for d in value]
+    return value
+
+
+def _reference_call(item: Mapping[str, Any], functions: Sequence[Mapping[str, Any]], dot: bool) -> ToolCall:
+    name, params = next(iter(item.items()))
+    doc = next((d for d in functions if d["name"] == name), None)
+    properties = doc["parameters"].get("properties", {}) if doc else {}
+    required = doc["parameters"].get("required", ()) if doc else ()
+    arguments = {}
+    for param, accepted in params.items():
+        value = _first(accepted)
+        if value is not _OPTIONAL and ("" not in accepted or param in required):
+            arguments[param] = _realize(value, properties.get(param, {}))
+    return ToolCall(name=_name(name, dot), arguments=arguments)

@@ -1,0 +1,169 @@
+r"""bfcl_eval's single-turn decoders (its handlers' ``decode_ast``), reproduced without `eval`.
+
+BFCL scores a single-turn response by decoding it into a list of calls, each
+``{name: {parameter: value}}``, and handing that list to its AST checker
+(`tooluse_gym.ast_checker`). `decode_ast_action` gives the same list for the three response
+shapes the multi-turn env accepts, each as the handler BFCL uses for it:
+
+* python text, ``[f(a=1)]`` (``default_decode_ast_prompting``): read exactly as
+  `tooluse_gym.tools.bfcl_decoding.python_calls` reads it (keyword arguments only, bounded
+  arithmetic instead of ``eval``), without writing call strings;
+* ``<tool_call>`` JSON text (``QwenFCHandler.decode_ast``): blocks that are not JSON are
+  skipped; every other block must be an object with ``name`` (a JSON scalar) and
+  ``arguments`` (an object);
+* structured ``tool_calls`` (``OpenAICompletionsHandler.decode_ast`` in function-calling
+  mode): each call's arguments must be a JSON *string*, decoded with `json.loads`; a reply
+  without ``tool_calls`` is its text, which decodes to no call when empty and fails otherwise.
+
+The decoded list may be malformed even when decoding succeeds (structured arguments that are
+JSON but not an object): BFCL's runner then reports ``ast_decoder:decoder_wrong_output_format``,
+and `AstDecoded.well_formed` is False. Text after the last ``</think>`` is decoded, as in the
+multi-turn env.
+
+Intended difference: a message over the size limits the multi-turn decoders share
+(`MAX_MESSAGE_CHARS`, 64 calls, 20,000 argument nodes) fails to decode here, where BFCL would
+read it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tooluse_gym.tools.bfcl_decoding import DecodeError, python_calls, visible_response
+from tooluse_gym.tools.parsing import MAX_CALLS_PER_MESSAGE, MAX_MESSAGE_CHARS
+from tooluse_gym.types import ParsedAction, ToolCall
+
+__all__ = ["AstDecoded", "decode_ast_action"]
+
+_TOOL_CALL_BLOCK = re.compile(r"<tool_call>\n(.*?)\n</tool_call>", re.DOTALL)
+
+Call = tuple[Any, Any]
+"""One decoded call: (name, parameters); the parameters are a dict unless the output is malformed."""
+
+
+@dataclass(frozen=True)
+class AstDecoded:
+    """One response as BFCL's AST decoder sees it.
+
+    Attributes:
+        content: The message text (a dict action's ``content``).
+        calls: The decoded calls, or None when decoding failed.
+        failure: Why decoding failed.
+    """
+
+    content: str
+    calls: tuple[Call, ...] | None = None
+    failure: str | None = None
+
+    @property
+    def well_formed(self) -> bool:
+        """BFCL's ``is_function_calling_format_output``: every call's parameters are a dict."""
+        return self.calls is not None and all(type(params) is dict for _, params in self.calls)
+
+    @property
+    def has_call(self) -> bool:
+        """Whether BFCL's relevance rule counts a function call: decoded, well formed and not empty."""
+        return self.well_formed and bool(self.calls)
+
+    def parsed(self) -> ParsedAction:
+        """The same response as the env's step record shows it (plain literal arguments only)."""
+        calls = tuple(ToolCall(name=str(name), arguments=_shown(params)) for name, params in self.calls or ())
+        return ParsedAction(content=self.content, calls=calls, failure=self.failure)
+
+
+def _shown(params: Any) -> dict[str, Any]:
+    """The parameters as JSON values (tuples become lists), for transcripts; {} when they are not JSON."""
+    if type(params) is not dict:
+        return {}
+    try:
+        shown = json.loads(json.dumps(params, allow_nan=False))
+    except (TypeError, ValueError, RecursionError):
+        return {}
+    return shown if isinstance(shown, dict) else {}
+
+
+def decode_ast_action(action: Any, tool_format: str) -> AstDecoded:
+    """Decode an env action as BFCL's ``decode_ast`` would.
+
+    A dict action with a ``tool_calls`` key is a function-calling response; otherwise the text
+    (a string, or a dict's ``content``) is decoded in `tool_format` (``python`` or ``json``).
+    """
+    if tool_format not in ("python", "json"):
+        raise ValueError(f"unknown tool_format {tool_format!r}; expected 'python' or 'json'")
+    if isinstance(action, Mapping):
+        raw_content = action.get("content")
+        content = raw_content if isinstance(raw_content, str) else ""
+        if "tool_calls" in action:
+            return _decoded(content, lambda: _function_calls(action["tool_calls"], raw_content))
+        action = content
+    if not isinstance(action, str):
+        return AstDecoded("", failure=f"action must be str or dict, got {type(action).__name__}")
+    if len(action) > MAX_MESSAGE_CHARS:
+        return AstDecoded(action, failure=f"message longer than {MAX_MESSAGE_CHARS} characters")
+    visible = visible_response(action)
+    if tool_format == "python":
+        return _decoded(action, lambda: python_calls(visible))
+    return _decoded(action, lambda: _tool_call_tags(visible))
+
+
+def _decoded(content: str, decode: Any) -> AstDecoded:
+    try:
+        calls = decode()
+    except DecodeError as e:
+        return AstDecoded(content, failure=str(e))
+    return AstDecoded(content, calls=tuple(calls))
+
+
+def _tool_call_tags(text: str) -> list[Call]:
+    items = []
+    for block in _TOOL_CALL_BLOCK.findall(text):
+        try:
+            items.append(json.loads(block))
+        except (ValueError, RecursionError):
+            continue  # BFCL skips blocks that are not JSON
+    if len(items) > MAX_CALLS_PER_MESSAGE:
+        raise DecodeError(f"more than {MAX_CALLS_PER_MESSAGE} calls in one message")
+    calls = []
+    for item in items:
+        if type(item) is not dict:
+            raise DecodeError("every <tool_call> must hold a JSON object")
+        if "name" not in item or "arguments" not in item:
+            raise DecodeError("a <tool_call> lacks 'name' or 'arguments'")
+        name, arguments = item["name"], item["arguments"]
+        if type(name) in (list, dict):
+            raise DecodeError("a <tool_call>'s name must be a JSON scalar")
+        if type(arguments) is not dict:
+            raise DecodeError("a <tool_call>'s arguments must be a JSON object")
+        calls.append((name, dict(arguments)))
+    return calls
+
+
+def _function_calls(raw_calls: Any, raw_content: Any) -> list[Call]:
+    """OpenAI ``tool_calls`` as BFCL's function-calling handler stores and then decodes them."""
+    if raw_calls is None:  # no calls: the handler stores the text, and decoding iterates it
+        if raw_content == "":
+            return []
+        raise DecodeError("a reply without tool calls is text, not function calls")
+    if not isinstance(raw_calls, Sequence) or isinstance(raw_calls, (str, bytes)):
+        raise DecodeError("tool_calls must be a list")
+    if len(raw_calls) > MAX_CALLS_PER_MESSAGE:
+        raise DecodeError(f"more than {MAX_CALLS_PER_MESSAGE} calls in one message")
+    calls = []
+    for raw in raw_calls:
+        fn = raw.get("function", raw) if isinstance(raw, Mapping) else None
+        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
+            raise DecodeError("each tool call needs function.name")
+        arguments = fn.get("arguments", "")
+        if not isinstance(arguments, str):
+            raise DecodeError(f"arguments of {fn['name']} must be a JSON string")
+        if len(arguments) > MAX_MESSAGE_CHARS:
+            raise DecodeError(f"arguments of {fn['name']} are too long")
+        try:
+            calls.append((fn["name"], json.loads(arguments)))
+        except (ValueError, RecursionError) as e:
+            raise DecodeError(f"arguments of {fn['name']} are not valid JSON: {str(e)[:200]}") from None
+    return calls
