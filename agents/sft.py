@@ -304,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
         "they win over --config and the flags",
     )
     parser.add_argument("--config", help="a YAML file of SFTConfig settings (the flags win over it)")
-    unset = {"default": None}  # a flag left out leaves the file's value or the default
+    unset: dict[str, Any] = {"default": None}  # a flag left out leaves the file's value or the default
     parser.add_argument("--model", **unset, help=f"starting model (default: {defaults.model})")
     parser.add_argument("--scenarios", **unset, help=f"training scenarios (default: {defaults.scenarios})")
     parser.add_argument("--out", **unset, help=f"run folder (default: {defaults.out})")

@@ -83,6 +83,12 @@ def latest_checkpoint(folder: Path) -> Path | None:
     return found[-1] if found else None
 
 
+def latest_step(folder: Path) -> int:
+    """The step of the newest complete checkpoint in `folder` (0: none), where a run of it resumes."""
+    found = latest_checkpoint(folder)
+    return int(found.name.split("_")[-1]) if found else 0
+
+
 def load_checkpoint(path: Path) -> tuple[Any, Any, dict[str, Any], Any]:
     """Weights, optimizer state, trainer state and RNG state of a checkpoint folder (None, None for a sharded one)."""
     sharded = (path / "sharded").is_dir()

@@ -86,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _train(config: Any, *, progress: bool, resume: str) -> int:
+    from tooluse_agents.grpo.checkpoint import latest_step
     from tooluse_agents.grpo.trainer import GRPOTrainer
     from tooluse_agents.rundir import RunConflict
 
@@ -100,7 +101,7 @@ def _train(config: Any, *, progress: bool, resume: str) -> int:
         last = trainer.train()
     except KeyboardInterrupt:
         if trainer.dist.is_main:
-            print(stopped_line(trainer.steps_done, trainer.checkpointed_step(), resume), file=sys.stderr)
+            print(stopped_line(trainer.steps_done, latest_step(trainer.files.checkpoints), resume), file=sys.stderr)
         return 130
     finally:
         trainer.agent.close()  # an in-process vLLM engine cleans up before the process group goes

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tooluse_agents.config_loader import dump, load, plain
+from tooluse_agents.config_loader import dump, from_dict, load, plain
 from tooluse_agents.grpo.filtering import FilterConfig
 from tooluse_agents.grpo.screen import ScreenConfig
 from tooluse_agents.grpo.tasks import MODES, TRAIN_PROTOCOL, TaskSource
@@ -282,6 +282,11 @@ class TrainConfig:
 def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> TrainConfig:
     """Read a YAML config and apply overrides (`tooluse_agents.config_loader.load`)."""
     return load(TrainConfig, path, overrides)
+
+
+def stored_config(data: Any) -> dict[str, Any]:
+    """A stored config.yaml, through the dataclasses: a key added since that run reads as its default."""
+    return from_dict(TrainConfig, data or {}).to_dict()
 
 
 def dump_config(config: TrainConfig) -> str:

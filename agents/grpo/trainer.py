@@ -33,10 +33,9 @@ from typing import Any
 import torch
 
 from tooluse_agents.base import SamplingConfig
-from tooluse_agents.config_loader import from_dict
 from tooluse_agents.grpo.advantages import group_outcome
-from tooluse_agents.grpo.checkpoint import latest_checkpoint
-from tooluse_agents.grpo.config import TrainConfig
+from tooluse_agents.grpo.checkpoint import latest_checkpoint, latest_step
+from tooluse_agents.grpo.config import TrainConfig, stored_config
 from tooluse_agents.grpo.distributed import Dist
 from tooluse_agents.grpo.filtering import make_filter
 from tooluse_agents.grpo.metrics import EVAL_KEY, eval_metrics, step_metrics
@@ -88,7 +87,7 @@ class GRPOTrainer:
         self.dist = dist or Dist.from_env()
         self.progress = progress and self.dist.is_main
         self.files = RunFiles(Path(config.run_dir), write=self.dist.is_main)
-        run = RunDir(config.run_dir, "config.yaml", resumable=RESUMABLE_CHANGES, read=_read_config, hint=_FRESH_HINT)
+        run = RunDir(config.run_dir, "config.yaml", resumable=RESUMABLE_CHANGES, read=stored_config, hint=_FRESH_HINT)
         run.check(config.to_dict())
         self.dist.barrier()  # every rank has read it before rank 0 rewrites it (with this run's length)
         if self.dist.is_main:
@@ -137,7 +136,7 @@ class GRPOTrainer:
 
     def _resume(self) -> None:
         found = latest_checkpoint(self.files.checkpoints)
-        self.files.truncate_after(self.checkpointed_step())
+        self.files.truncate_after(latest_step(self.files.checkpoints))
         if found is None:
             return
         state = self.dist.load(found, self.policy, self.updater.optimizer)
@@ -193,11 +192,6 @@ class GRPOTrainer:
             bar.close()
             self.files.close()
         return last
-
-    def checkpointed_step(self) -> int:
-        """The step of the newest checkpoint on disk (0: none), where a run of this folder resumes."""
-        found = latest_checkpoint(self.files.checkpoints)
-        return int(found.name.split("_")[-1]) if found else 0
 
     def _stop_reason(self) -> str | None:
         """The limit that ends the run before the next step (None: train on); also what makes a step the last."""
@@ -351,8 +345,3 @@ class GRPOTrainer:
         }
         keep = self.config.keep_checkpoints
         self.dist.save(self.files.checkpoints, self.step, self.policy, self.updater.optimizer, state, keep)
-
-
-def _read_config(data: Any) -> dict[str, Any]:
-    """A stored config.yaml, through the dataclasses: a key added since that run reads as its default."""
-    return from_dict(TrainConfig, data or {}).to_dict()

@@ -376,8 +376,9 @@ def play_messages(env: gym.Env, task_id: str, messages: Iterable[Any], seed: int
     env.reset(seed=seed, options={"task_id": task_id})
     reward, terminated, truncated, infos = 0.0, False, False, []
     for message in messages:
-        _, reward, terminated, truncated, info = env.step(message)
+        _, step_reward, terminated, truncated, info = env.step(message)
+        reward = float(step_reward)
         infos.append(info)
         if terminated or truncated:
             break
-    return PlayedMessages(float(reward), terminated, truncated, tuple(infos))
+    return PlayedMessages(reward, terminated, truncated, tuple(infos))
