@@ -63,7 +63,7 @@ class BackendSpec:
             raise ValueError(f"text_replies {self.text_replies!r}: decode, or fc with the openai backend")
 
 
-def make_agent(spec: BackendSpec, *, model: Any = None, tokenizer: Any = None) -> Agent:
+def make_agent(spec: BackendSpec, *, model: Any = None, tokenizer: Any = None, progress: bool = True) -> Agent:
     """Build the agent `spec` names.
 
     Args:
@@ -71,6 +71,7 @@ def make_agent(spec: BackendSpec, *, model: Any = None, tokenizer: Any = None) -
         model: ``hf`` only: an already-loaded model to generate with (with `tokenizer`), e.g. the
             policy a trainer updates, so that rollouts use its current weights with no copy.
         tokenizer: ``hf`` only: the tokenizer of `model`.
+        progress: False hides the model's loading bar (``--no-progress``; vLLM's agent never shows it).
 
     Returns:
         The agent; the caller closes it.
@@ -86,7 +87,7 @@ def make_agent(spec: BackendSpec, *, model: Any = None, tokenizer: Any = None) -
     if spec.backend == "hf":
         from tooluse_agents.hf_agent import HFAgent, HFAgentConfig
 
-        return HFAgent(_config(HFAgentConfig, local, spec), model=model, tokenizer=tokenizer)
+        return HFAgent(_config(HFAgentConfig, local, spec), model=model, tokenizer=tokenizer, progress=progress)
     if spec.backend == "vllm":
         from tooluse_agents.vllm_agent import VLLMAgent, VLLMAgentConfig
 

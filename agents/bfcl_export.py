@@ -57,6 +57,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tooluse_agents.bfcl_evaluator import (
+    BFCL_EVALUATOR_PACKAGES,
+    evaluator_program,
+    install_command,
+    missing_evaluator_packages,
+)
 from tooluse_agents.runs.records import EpisodeRecord, StepEntry, read_episodes
 from tooluse_gym.checker import FORCE_TERMINATED
 from tooluse_gym.envs import SCENARIO_ID
@@ -87,21 +93,6 @@ __all__ = [
 
 EXPORT_FORMATS = ("bfcl",)
 """The formats `tooluse-eval export` writes."""
-
-BFCL_EVALUATOR_PACKAGES = (
-    "pandas",
-    "tabulate",
-    "cohere==5.18.0",
-    "mistralai==1.7.0",
-    "boto3",
-    "google-genai",
-    "qwen-agent",
-    "writer-sdk",
-    "datamodel-code-generator==0.25.7",
-    "soundfile",
-)
-"""What `bfcl evaluate` imports beyond our dependencies (bfcl-eval is installed ``--no-deps``): its
-model registry imports every handler, hence each vendor's SDK; pinned where bfcl-eval pins them."""
 
 INFERENCE_ERROR = "Error during inference: "
 """How BFCL's generator begins the ``result`` of an entry whose inference failed."""
@@ -189,16 +180,18 @@ class BfclCommand:
         root: The project root (``BFCL_PROJECT_ROOT``).
         target: The registered name the files are written under.
         categories: BFCL's test categories in the root (``multi_turn_base``, ...).
+        program: How to start `bfcl` (`evaluator_program`: this environment's own, by its full path).
     """
 
     root: Path
     target: Target
     categories: tuple[str, ...]
+    program: tuple[str, ...] = ("bfcl",)
 
     def argv(self) -> list[str]:
         """The command line: ``bfcl evaluate --model ... --test-category ... --partial-eval``."""
-        categories = ",".join(self.categories)
-        return ["bfcl", "evaluate", "--model", self.target.model, "--test-category", categories, "--partial-eval"]
+        flags = ["--model", self.target.model, "--test-category", ",".join(self.categories), "--partial-eval"]
+        return [*self.program, "evaluate", *flags]
 
     def environment(self) -> dict[str, str]:
         """The variables to set: ``BFCL_PROJECT_ROOT`` and the handler's placeholders."""
@@ -229,6 +222,7 @@ class BfclExport:
         mismatches: Steps that decode to other calls than the env executed.
         warnings: Why BFCL's verdicts may differ from the run's (its protocol, its turn counts).
         commands: One `bfcl evaluate` per seed.
+        missing_packages: What `bfcl evaluate` needs that this environment cannot import.
     """
 
     run: Path
@@ -242,6 +236,7 @@ class BfclExport:
     mismatches: tuple[StepMismatch, ...]
     warnings: tuple[str, ...]
     commands: tuple[BfclCommand, ...]
+    missing_packages: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The manifest written to ``OUT/export.json``."""
@@ -262,6 +257,7 @@ class BfclExport:
             "warnings": list(self.warnings),
             "roots": {c.root.name: str(c.root) for c in self.commands},
             "commands": [c.shell() for c in self.commands],
+            "missing_packages": list(self.missing_packages),
         }
 
     def report(self) -> str:
@@ -290,9 +286,10 @@ class BfclExport:
         else:
             lines.append(f"self-check: all {self.steps_checked} written steps decode to the calls the env executed")
         lines += [f"WARNING: {w}" for w in self.warnings]
+        if self.missing_packages:
+            lines.append(f"BFCL's evaluator needs packages missing here: {install_command(self.missing_packages)}")
         lines += [
-            "score them with BFCL's own evaluator, one BFCL_PROJECT_ROOT per seed "
-            f"(it needs bfcl-eval's dependencies: pip install {' '.join(BFCL_EVALUATOR_PACKAGES)}):",
+            "score them with BFCL's own evaluator, one BFCL_PROJECT_ROOT per seed:",
             *(f"  {c.shell()}" for c in self.commands),
             f"scores: {self.out}/seed_*/score/{self.target.directory}/multi_turn/BFCL_v4_multi_turn_*_score.json",
         ]
@@ -579,9 +576,10 @@ def export_bfcl(run: str | os.PathLike[str], out: str | os.PathLike[str], *, for
     for record in episodes:
         by_seed[record.seed].append(record)
     commands = []
+    program = evaluator_program()
     for seed in sorted(by_seed):
         root = (out_path / f"seed_{seed}").resolve()
-        commands.append(BfclCommand(root, target, _write_root(root, target, by_seed[seed])))
+        commands.append(BfclCommand(root, target, _write_root(root, target, by_seed[seed]), program))
     checked, mismatches = _self_check(episodes, target.encoding)
     export = BfclExport(
         run=run_path,
@@ -595,6 +593,7 @@ def export_bfcl(run: str | os.PathLike[str], out: str | os.PathLike[str], *, for
         mismatches=tuple(mismatches),
         warnings=tuple(warnings),
         commands=tuple(commands),
+        missing_packages=missing_evaluator_packages(),
     )
     (out_path / "export.json").write_text(json.dumps(export.to_dict(), indent=2) + "\n", encoding="utf-8")
     return export

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tooluse_agents.base import SamplingConfig
 from tooluse_agents.bfcl_export import EXPORT_FORMATS, export_bfcl
-from tooluse_agents.dtypes import DTYPES
+from tooluse_agents.dtypes import DTYPE_HELP, DTYPES
 from tooluse_agents.evaluate import (
     AGENTS,
     ENV_ID,
@@ -79,12 +79,7 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
         help="async: each episode's next request is sent the moment its last one returns (vllm, openai, oracle) | "
         "lockstep: every step waits for the whole batch (the hf agent's only way) | auto: async where possible",
     )
-    p.add_argument(
-        "--dtype",
-        default="auto",
-        choices=DTYPES,
-        help="local backends' dtype; auto: bfloat16 on a GPU or a CPU with native bf16 (AMX, AVX-512 BF16), else fp32",
-    )
+    p.add_argument("--dtype", default="auto", choices=DTYPES, help=DTYPE_HELP)
     p.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm agent: GPUs one engine spans (GPU only)")
     p.add_argument(
         "--out",

@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+DTYPE_HELP = "local backends' dtype; auto: bfloat16 on a GPU or a CPU with native bf16 (AMX, AVX-512 BF16), else fp32"
+"""The ``--dtype`` help of every command that loads a model (`tooluse eval`, `tooluse train prefilter`)."""
 
 # CPU flags (as /proc/cpuinfo names them) that mean bf16 matrix products run in hardware fast enough
 # to beat fp32. Measured (`benchmarks/dtype_cpu.py`, benchmarks/results/dtype_cpu.json): on a 2-core AMD

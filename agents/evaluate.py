@@ -194,13 +194,13 @@ def eval_task_ids(
     return [t.task_id for t in selected]
 
 
-def make_agent(config: EvalConfig) -> Agent:
+def make_agent(config: EvalConfig, progress: bool = True) -> Agent:
     """Build the agent a config names (`tooluse_agents.backends.make_agent`; heavy backends are imported only there)."""
-    return backends.make_agent(config.backend())
+    return backends.make_agent(config.backend(), progress=progress)
 
 
 class _Progress:
-    """Episodes done, accuracy so far and tokens/s (tqdm on stderr)."""
+    """Episodes done, accuracy so far and tokens/s when the agent counts tokens (tqdm on stderr)."""
 
     def __init__(self, total: int, done: Sequence[EpisodeRecord], enabled: bool):
         from tqdm import tqdm
@@ -223,6 +223,9 @@ class _Progress:
 
     def _postfix(self) -> None:
         acc = 100 * sum(self.rewards) / len(self.rewards) if self.rewards else 0.0
+        if not self.tokens:  # an agent that counts no tokens (the oracle, a script): no rate rather than 0.0
+            self.bar.set_postfix_str(f"acc {acc:.1f}%")
+            return
         rate = self.tokens / max(time.perf_counter() - self.start, 1e-9)
         self.bar.set_postfix_str(f"acc {acc:.1f}% | {rate:.1f} tok/s")
 
@@ -264,7 +267,7 @@ def run_eval(
     jobs = [RolloutJob(t, s) for s in config.seeds for t in task_ids if (t, s) not in done_keys]
     owned = agent is None and bool(jobs)
     if owned:
-        agent = make_agent(config)
+        agent = make_agent(config, progress)
     try:
         if force and out.exists():
             shutil.rmtree(out)

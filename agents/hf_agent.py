@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tooluse_agents.base import AgentError, AgentRequest, Generation, SamplingConfig, chat_prompt
+from tooluse_agents.load_progress import load_bars
 from tooluse_gym.errors import DependencyNotInstalled
 
 
@@ -42,10 +43,13 @@ class HFAgent:
 
     name = "hf"
 
-    def __init__(self, config: HFAgentConfig | None = None, *, model: Any = None, tokenizer: Any = None):
+    def __init__(
+        self, config: HFAgentConfig | None = None, *, model: Any = None, tokenizer: Any = None, progress: bool = True
+    ):
         """Load the configured model, or use an already-loaded `model` and `tokenizer` (both or neither).
 
         A trainer passes its own model so that rollouts always use the current weights, with no copy.
+        `progress` False hides transformers' "Loading weights" bar (``--no-progress``).
         """
         self.config = config or HFAgentConfig()
         if (model is None) != (tokenizer is None):
@@ -75,7 +79,8 @@ class HFAgent:
 
         self.dtype = resolve_dtype(self.config.dtype, device)
         # transformers wraps `to` in functools.wraps(nn.Module.to), which mypy reads as an unbound function.
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, self.dtype)).to(device)  # type: ignore[arg-type]
+        with load_bars(progress):
+            self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, self.dtype)).to(device)  # type: ignore[arg-type]
         self.model.eval()
         self.device = device
         self.max_context = self.config.max_context or int(getattr(self.model.config, "max_position_embeddings", 4096))

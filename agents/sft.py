@@ -213,7 +213,8 @@ def train(config: SFTConfig, progress: bool = True) -> dict[str, Any]:
             device="cpu",
             gradient_checkpointing=False,
             threads=config.threads,
-        )
+        ),
+        progress=progress,
     )
     model, tokenizer = policy.model, policy.tokenizer
     model.train()

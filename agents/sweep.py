@@ -63,7 +63,7 @@ def run_sweep(
     out = Path(out)
     knobs = [k for k in grid if grid[k]]
     combos = [dict(zip(knobs, values, strict=True)) for values in itertools.product(*(grid[k] for k in knobs))]
-    agent = make_agent(base) if combos else None
+    agent = make_agent(base, progress) if combos else None
     runs = []
     try:
         for combo in combos:
@@ -180,7 +180,7 @@ def run_vary(
     if missing:
         raise ValueError(f"change seeds {missing} are not base seeds: a change is paired with the base by seed")
     base_config = dataclasses.replace(base, protocol=base.protocol.with_defaults(**base_knobs))
-    agent = make_agent(base)
+    agent = make_agent(base, progress)
     try:
         base_results = run_eval(base_config, out / "base", agent=agent, force=force, progress=progress)
         rows = []

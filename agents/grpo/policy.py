@@ -55,10 +55,14 @@ class Policy:
         return self.sharded(fn, *args) if self.sharded is not None else fn(*args)
 
     @classmethod
-    def load(cls, config: PolicyConfig) -> Policy:
-        """Load the model and tokenizer `config` names (LoRA adapters added when configured)."""
+    def load(cls, config: PolicyConfig, *, progress: bool = True) -> Policy:
+        """Load the model and tokenizer `config` names (LoRA adapters added when configured).
+
+        `progress` False hides transformers' "Loading weights" bar (``--no-progress``).
+        """
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from tooluse_agents.load_progress import load_bars
         from tooluse_gym.models import resolve_model
 
         if config.threads:
@@ -76,7 +80,8 @@ class Policy:
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         # transformers wraps `to` in functools.wraps(nn.Module.to), which mypy reads as an unbound function.
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, config.dtype)).to(device)  # type: ignore[arg-type]
+        with load_bars(progress):
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, config.dtype)).to(device)  # type: ignore[arg-type]
         if config.gradient_checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         if config.lora is not None:

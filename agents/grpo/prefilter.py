@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from tooluse_agents.backends import BACKENDS, BackendSpec, make_agent
+from tooluse_agents.dtypes import DTYPE_HELP, DTYPES
 from tooluse_agents.grpo.advantages import ALL_CORRECT, ALL_WRONG, MIXED, group_outcome
 from tooluse_agents.grpo.config import TrainConfig, load_config
 from tooluse_agents.grpo.tasks import TaskPool, env_factory, load_pool, prompts_for
@@ -206,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--agent", choices=BACKENDS, required=True)
     parser.add_argument("--model", help="the (stronger) model: a local folder, a hub id, a served model name")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (openai agent)")
-    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
+    parser.add_argument("--dtype", default="auto", choices=DTYPES, help=DTYPE_HELP)
     parser.add_argument("--samples", type=int, default=8, help="rollouts per prompt (the paper: 8)")
     parser.add_argument("--min-correct", type=int, default=1, help="correct rollouts to keep a prompt (the paper: 1)")
     parser.add_argument("--out", type=Path, required=True, help="the keep list (.yaml, or .json)")

@@ -97,7 +97,7 @@ class GRPOTrainer:
         heldout = heldout_pool or (load_pool(config.heldout) if config.heldout else None)
         self.heldout = prompts_for(heldout, mode) if heldout else None
         self.prompt_ids = [t.task_id for t in self.pool.tasks]
-        self.policy = Policy.load(config.policy)
+        self.policy = Policy.load(config.policy, progress=self.progress)
         self.agent, self.sync = rollout_engine(config.rollout, self.policy, self.dist)
         self._write_runtime()
         self.dist.shard(self.policy)

@@ -4,30 +4,28 @@ The unit tests build episodes by hand: each kind of step in each encoding, and e
 (turn-ending and undecodable messages, the held-out-function turn, force-quit, agent errors). The
 differential tests play runs (the oracle through the CLI, perturbed ground truth in each step
 encoding, and a SmolLM2 run, slow), export them, and score the files with BFCL's real `bfcl
-evaluate` (``python -m bfcl_eval evaluate``, what the ``bfcl`` script runs) in a subprocess whose
-``BFCL_PROJECT_ROOT`` is a temporary folder; the three perturbed runs share one call (BFCL scores
+evaluate` (as the export prints it: this environment's ``bfcl`` script by its full path) in a
+subprocess whose ``BFCL_PROJECT_ROOT`` is a temporary folder; the three perturbed runs share one call (BFCL scores
 several registered names at once) to keep the number of these slow calls down. BFCL must give every
 task the verdict (and error type) of episodes.jsonl, and every category and seed the accuracy of
 results.json. They are skipped while BFCL's evaluator dependencies are not installed (the ``bfcl``
-extra, `tooluse_agents.bfcl_export.BFCL_EVALUATOR_PACKAGES`; ``make setup`` installs it).
+extra, `tooluse_agents.bfcl_evaluator.BFCL_EVALUATOR_PACKAGES`; ``make setup`` installs it).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 import json
 import os
 import shlex
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from tooluse_agents.base import AgentError, Generation, SamplingConfig
+from tooluse_agents.bfcl_evaluator import evaluator_program, missing_evaluator_packages
 from tooluse_agents.bfcl_export import (
-    BFCL_EVALUATOR_PACKAGES,
     ExportError,
     bfcl_result,
     decode_payload,
@@ -50,6 +48,7 @@ BFCL_ENV = {"env_id": "ToolUse-MultiTurn-v0", "tool_format": "python", "decoder"
 VALID = {"valid": True, "error_type": None, "error_message": None}
 FORCE_TERMINATED = "multi_turn:force_terminated"
 INFERENCE_ERROR = "multi_turn:inference_error"
+BFCL = shlex.join(evaluator_program())
 
 
 # --- hand-built episodes -------------------------------------------------------------------
@@ -244,7 +243,7 @@ def test_export_writes_one_bfcl_root_per_seed(tmp_path):
             assert len(line["result"]) == ours.num_turns
             assert all(turn[-1] == "Done." for turn in line["result"])  # the oracle's turn-ending message
         assert command.shell() == (
-            f"BFCL_PROJECT_ROOT={shlex.quote(str(command.root))} bfcl evaluate --model Qwen/Qwen3-8B "
+            f"BFCL_PROJECT_ROOT={shlex.quote(str(command.root))} {BFCL} evaluate --model Qwen/Qwen3-8B "
             "--test-category multi_turn_base,multi_turn_miss_func --partial-eval"
         )
     manifest = json.loads((tmp_path / "bfcl" / "export.json").read_text())
@@ -321,7 +320,7 @@ def test_cli_prints_the_counts_and_the_bfcl_command(tmp_path, capsys):
     assert "exported 2 BFCL episodes (seeds 0)" in printed and "skipped 1 scenario episodes" in printed
     assert "self-check: all" in printed
     root = shlex.quote(str((out / "seed_0").resolve()))
-    expected = f"BFCL_PROJECT_ROOT={root} bfcl evaluate --model Qwen/Qwen3-8B --test-category multi_turn_base"
+    expected = f"BFCL_PROJECT_ROOT={root} {BFCL} evaluate --model Qwen/Qwen3-8B --test-category multi_turn_base"
     assert f"  {expected} --partial-eval" in printed.splitlines()
     assert main(["export", "--format", "bfcl", str(run), str(out)]) == 2  # not empty
     assert "not empty" in capsys.readouterr().err
@@ -336,20 +335,14 @@ def test_cli_prints_the_counts_and_the_bfcl_command(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def bfcl_evaluate():
-    """The command line of `bfcl evaluate` (its console script's module), or a skip without BFCL's evaluator deps."""
-    missing = []
-    for requirement in BFCL_EVALUATOR_PACKAGES:
-        name = requirement.split("==")[0]
-        try:
-            importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            missing.append(requirement)
+    """The command line of `bfcl evaluate` as the export prints it, or a skip without BFCL's evaluator deps."""
+    missing = missing_evaluator_packages()
     if missing:
         pytest.skip(
             f"BFCL's evaluator cannot be imported without {' '.join(missing)}: bfcl_eval.__main__ imports "
             "eval_runner, whose model registry imports every vendor SDK (pip install 'tooluse-gym[bfcl]')"
         )
-    return [sys.executable, "-m", "bfcl_eval", "evaluate"]
+    return [*evaluator_program(), "evaluate"]
 
 
 def run_bfcl(commands, evaluate):

@@ -101,3 +101,19 @@ def test_options_and_overrides_in_any_order(capsys):
         assert main(argv) == 0
         printed = yaml.safe_load(capsys.readouterr().out)
         assert printed["seed"] == 3 and printed["grpo"]["group_size"] == 2
+
+
+def test_dtype_offers_what_tooluse_eval_offers():
+    from tooluse_agents.cli import build_parser as eval_parser
+    from tooluse_agents.dtypes import DTYPES
+    from tooluse_agents.grpo.prefilter import build_parser
+
+    def dtype(parser):
+        return next(a for a in parser._actions if a.dest == "dtype")
+
+    run = next(a for a in eval_parser()._actions if a.dest == "command").choices["run"]
+    ours, theirs = dtype(build_parser()), dtype(run)
+    assert (ours.default, tuple(ours.choices)) == (theirs.default, tuple(theirs.choices)) == ("auto", DTYPES)
+    assert ours.help == theirs.help
+    args = build_parser().parse_args(["c.yaml", "--agent", "hf", "--model", "m", "--out", "k.yaml"])
+    assert args.dtype == "auto"

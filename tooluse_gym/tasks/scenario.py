@@ -14,18 +14,20 @@ lists turns of user messages and ground-truth calls (optionally held-out functio
           - user: "Add 3 and 4."
             ground_truth: ["add(a=3, b=4)"]
 
-Loading checks, in order, and stops at the first problem with a `ScenarioError` that names
-the file, the scenario id, the field path and the reason: the schema; unknown backends;
-unknown or not-offered functions; ground-truth calls that do not parse or whose arguments do
-not validate; and (unless ``replay=False``) ground truth that fails when replayed on the
-scenario's own initial state.
+Loading checks the schema; unknown backends; initial-state keys the backend does not read
+and values of the wrong kind (`scenario_state`); unknown or not-offered functions;
+ground-truth calls that do not parse (a call list YAML split at its commas is recognised) or
+whose arguments do not validate; and (unless ``replay=False``, and only for a scenario with no
+other problem) ground truth that fails when replayed on the scenario's own initial state. It
+raises one `ScenarioError` listing every problem found, each with the file, its path in the
+file (``scenarios[2].turns[0]``), the scenario id, the reason and, where one helps, a fix hint.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -36,6 +38,8 @@ import jsonschema
 import yaml
 
 from tooluse_gym.errors import TaskLoadError
+from tooluse_gym.tasks.scenario_hints import quoted_list, rejoin_calls, schema_problems
+from tooluse_gym.tasks.scenario_state import state_problems
 from tooluse_gym.tasks.task import Task
 from tooluse_gym.tools.binding import call_arguments
 from tooluse_gym.tools.parsing import parse_call_string
@@ -48,6 +52,9 @@ SUFFIXES = (".yaml", ".yml", ".json")
 DEFAULT_CATEGORY = "scenario"
 MAX_FILE_BYTES = 50_000_000
 
+Fail = Callable[..., None]
+"""Records a problem: ``fail(field, kind, reason, hint="")``."""
+
 
 @cache
 def scenario_schema() -> dict[str, Any]:
@@ -56,23 +63,67 @@ def scenario_schema() -> dict[str, Any]:
     return json.loads(text)
 
 
-class ScenarioError(TaskLoadError):
-    """A scenario file is invalid.
+@dataclass(frozen=True)
+class ScenarioProblem:
+    """One problem of a scenario file.
 
     Attributes:
         file: The file.
         scenario_id: The scenario's id ("" when the problem is not inside one scenario).
-        field: Path of the offending field, e.g. ``turns[1].ground_truth[0].arguments``.
+        field: Path of the offending field inside the scenario, e.g. ``turns[1].ground_truth[0].arguments``
+            (inside the file when `index` is None).
         kind: ``parse``, ``schema``, ``duplicate_id``, ``unknown_backend``, ``unknown_function``,
             ``bad_call``, ``invalid_arguments``, ``bad_state`` or ``replay_failed``.
         reason: What is wrong.
+        hint: How to fix it ("" when there is nothing to add).
+        index: The scenario's position in the file's ``scenarios`` list (None outside a scenario).
     """
 
-    def __init__(self, file: str | Path, scenario_id: str, field: str, kind: str, reason: str):
-        self.file, self.scenario_id, self.field, self.kind, self.reason = str(file), scenario_id, field, kind, reason
-        where = f"scenario {scenario_id!r}: " if scenario_id else ""
-        at = f"{field}: " if field else ""
-        super().__init__(f"{file}: {where}{at}{reason} [{kind}]")
+    file: str
+    scenario_id: str
+    field: str
+    kind: str
+    reason: str
+    hint: str = ""
+    index: int | None = None
+
+    @property
+    def location(self) -> str:
+        """The field's path inside the file, e.g. ``scenarios[2].turns[0]``."""
+        if self.index is None:
+            return self.field
+        head = f"scenarios[{self.index}]"
+        return head + (f"{'' if self.field.startswith('[') else '.'}{self.field}" if self.field else "")
+
+    def describe(self) -> str:
+        """The problem without its file: location, scenario id, reason, kind and (on a second line) the hint."""
+        where = " ".join(
+            p for p in (self.location, f"(scenario {self.scenario_id!r})" if self.scenario_id else "") if p
+        )
+        text = f"{where + ': ' if where else ''}{self.reason} [{self.kind}]"
+        return text + (f"\n    hint: {self.hint}" if self.hint else "")
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.describe()}"
+
+
+class ScenarioError(TaskLoadError):
+    """Scenario files are invalid: `problems` lists every problem found.
+
+    The attributes `file`, `scenario_id`, `field`, `kind`, `reason` and `hint` are those of the first
+    problem (see `ScenarioProblem`).
+    """
+
+    def __init__(self, problems: Sequence[ScenarioProblem]):
+        self.problems = tuple(problems)
+        first = self.problems[0]
+        self.file, self.scenario_id, self.field = first.file, first.scenario_id, first.field
+        self.kind, self.reason, self.hint = first.kind, first.reason, first.hint
+        if len(self.problems) == 1:
+            super().__init__(str(first))
+        else:
+            lines = "\n".join(str(p) for p in self.problems)
+            super().__init__(f"{len(self.problems)} problems in scenario files:\n{lines}")
 
 
 @dataclass(frozen=True)
@@ -112,24 +163,32 @@ def scenario_files(path: str | Path) -> list[Path]:
 
 
 def load_scenario_set(path: str | Path | Sequence[str | Path], *, replay: bool = True) -> ScenarioSet:
-    """Load and check every scenario at `path` (a file, a folder, or a list of them)."""
+    """Load and check every scenario at `path` (a file, a folder, or a list of them).
+
+    Raises `ScenarioError` listing every problem of every file (see the module docstring).
+    """
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     files = [f for p in paths for f in scenario_files(p)]
     digest = hashlib.sha256()
     tasks: list[Task] = []
     backends: dict[str, ToolBackend] = {}
     seen: dict[str, Path] = {}
+    problems: list[ScenarioProblem] = []
     for file in files:
         raw = file.read_bytes()
         digest.update(raw)
-        for task, used in _load_file(file, raw, replay):
+        loaded, found = _load_file(file, raw, replay)
+        problems += found
+        for index, task, used in loaded:
             if task.task_id in seen:
-                raise ScenarioError(
-                    file, task.task_id, "id", "duplicate_id", f"id already used in {seen[task.task_id]}"
-                )
+                reason = f"id already used in {seen[task.task_id]}"
+                problems.append(ScenarioProblem(str(file), task.task_id, "id", "duplicate_id", reason, index=index))
+                continue
             seen[task.task_id] = file
             tasks.append(task)
             backends.update((b.name, b) for b in used)
+    if problems:
+        raise ScenarioError(problems)
     return ScenarioSet(tuple(tasks), tuple(backends.values()), tuple(files), digest.hexdigest())
 
 
@@ -140,12 +199,14 @@ def load_scenarios(path: str | Path | Sequence[str | Path], *, replay: bool = Tr
 
 def _read(file: Path, raw: bytes) -> Any:
     if len(raw) > MAX_FILE_BYTES:
-        raise ScenarioError(file, "", "", "parse", f"file is larger than {MAX_FILE_BYTES} bytes")
+        raise ScenarioError(
+            [ScenarioProblem(str(file), "", "", "parse", f"file is larger than {MAX_FILE_BYTES} bytes")]
+        )
     try:
         text = raw.decode("utf-8")
         return json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
     except (UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError) as e:
-        raise ScenarioError(file, "", "", "parse", f"cannot parse: {e}") from None
+        raise ScenarioError([ScenarioProblem(str(file), "", "", "parse", f"cannot parse: {e}")]) from None
 
 
 def _field(path: Iterable[Any]) -> str:
@@ -155,73 +216,128 @@ def _field(path: Iterable[Any]) -> str:
     return out
 
 
-def _load_file(file: Path, raw: bytes, replay: bool) -> list[tuple[Task, list[ToolBackend]]]:
-    data = _read(file, raw)
+Loaded = tuple[int, Task, list[ToolBackend]]
+
+
+def _load_file(file: Path, raw: bytes, replay: bool) -> tuple[list[Loaded], list[ScenarioProblem]]:
+    """The file's valid scenarios (with their positions) and every problem found in the others."""
+    try:
+        data = _read(file, raw)
+    except ScenarioError as e:
+        return [], list(e.problems)
     validator = jsonschema.Draft202012Validator(scenario_schema())
-    errors = list(validator.iter_errors(data))
-    error = jsonschema.exceptions.best_match(errors)
-    if error is not None:
-        siblings = [e.message for e in errors if e.absolute_path == error.absolute_path and e is not error]
-        path = list(error.absolute_path)
+    errors = sorted(validator.iter_errors(data), key=lambda e: [(isinstance(p, str), p) for p in e.absolute_path])
+    problems: list[ScenarioProblem] = []
+    broken: dict[int, set[int] | None] = {}  # scenario -> its turns that the schema refused (None: all of it)
+    for path, reason, hint in schema_problems(errors):
+        index = path[1] if len(path) >= 2 and path[0] == "scenarios" and isinstance(path[1], int) else None
         scenario_id = ""
-        if len(path) >= 2 and path[0] == "scenarios" and isinstance(path[1], int):
-            item = data["scenarios"][path[1]]
-            scenario_id = str(item.get("id", f"#{path[1]}")) if isinstance(item, dict) else f"#{path[1]}"
+        if index is not None:
+            in_turn = len(path) >= 4 and path[2] == "turns" and isinstance(path[3], int)
+            turns = broken.get(index, set())
+            broken[index] = turns | {path[3]} if in_turn and turns is not None else None
+            item = data["scenarios"][index]
+            scenario_id = str(item.get("id", f"#{index}")) if isinstance(item, dict) else f"#{index}"
             path = path[2:]
-        reason = "; ".join([error.message, *siblings[:2]])
-        raise ScenarioError(file, scenario_id, _field(path), "schema", reason)
-    return [_build(file, spec, replay) for spec in data["scenarios"]]
+        problems.append(ScenarioProblem(str(file), scenario_id, _field(path), "schema", reason, hint, index))
+    specs = data.get("scenarios") if isinstance(data, dict) else None
+    loaded: list[Loaded] = []
+    if not isinstance(specs, list):
+        return loaded, problems
+    for index, spec in enumerate(specs):
+        skip = broken.get(index, set())
+        if skip is None or not isinstance(spec, dict):
+            continue
+        task, used, found = _build(file, index, spec, replay, frozenset(skip))
+        problems += found
+        if task is not None and not skip:
+            loaded.append((index, task, used))
+    return loaded, problems
 
 
-def _build(file: Path, spec: Mapping[str, Any], replay: bool) -> tuple[Task, list[ToolBackend]]:
+def _build(
+    file: Path, index: int, spec: Mapping[str, Any], replay: bool, skip: frozenset[int] = frozenset()
+) -> tuple[Task | None, list[ToolBackend], list[ScenarioProblem]]:
+    """The scenario's task (None when it has problems), its backends, and its problems.
+
+    The turns in `skip` (refused by the schema) are not checked; the task is then not used.
+    """
     sid = spec["id"]
+    problems: list[ScenarioProblem] = []
 
-    def fail(field: str, kind: str, reason: str) -> ScenarioError:
-        return ScenarioError(file, sid, field, kind, reason)
+    def fail(field: str, kind: str, reason: str, hint: str = "") -> None:
+        problems.append(ScenarioProblem(str(file), sid, field, kind, reason, hint, index))
 
-    backends = []
-    for name in spec["tools"]:
-        try:
-            backends.append(get_backend(name))
-        except KeyError as e:
-            raise fail(f"tools.{name}", "unknown_backend", str(e.args[0])) from None
+    backends = _backends(spec["tools"], fail)
+    check_names = len(backends) == len(spec["tools"])  # an unknown backend's functions cannot be told apart
     docs = {doc["name"]: (doc, b) for b in backends for doc in b.docs}
     relax = combined_hooks(backends).validation_doc  # the same argument checks the runtime applies
     offered = list(spec.get("functions") or docs)
     for i, name in enumerate(offered):
-        if name not in docs:
-            raise fail(f"functions[{i}]", "unknown_function", f"{name!r} is not a function of {_names(backends)}")
+        if name not in docs and check_names:
+            fail(f"functions[{i}]", "unknown_function", f"{name!r} is not a function of {_names(backends)}")
     held_out: dict[int, tuple[Mapping[str, Any], ...]] = {}
     for t, turn in enumerate(spec["turns"]):
+        if t in skip:
+            continue
+        names = []
         for i, name in enumerate(turn.get("held_out", ())):
             if name not in docs:
-                raise fail(
-                    f"turns[{t}].held_out[{i}]", "unknown_function", f"{name!r} is not a function of {_names(backends)}"
-                )
-            if any(name in {d["name"] for d in h} for h in held_out.values()):
-                raise fail(f"turns[{t}].held_out[{i}]", "unknown_function", f"{name!r} is held out twice")
-        if turn.get("held_out"):
-            held_out[t] = tuple(docs[name][0] for name in turn["held_out"])
+                if check_names:
+                    fail(
+                        f"turns[{t}].held_out[{i}]",
+                        "unknown_function",
+                        f"{name!r} is not a function of {_names(backends)}",
+                    )
+            elif any(name in {d["name"] for d in h} for h in held_out.values()):
+                fail(f"turns[{t}].held_out[{i}]", "unknown_function", f"{name!r} is held out twice")
+            else:
+                names.append(name)
+        if names:
+            held_out[t] = tuple(docs[name][0] for name in names)
     withheld = {d["name"] for h in held_out.values() for d in h}
-    initial = tuple(docs[name][0] for name in offered if name not in withheld)
+    initial = tuple(docs[name][0] for name in offered if name in docs and name not in withheld)
     ground_truth = []
     for t, turn in enumerate(spec["turns"]):
         available = {d["name"] for d in initial} | {d["name"] for k, h in held_out.items() if k <= t for d in h}
+        if t in skip:
+            continue
+        rejoined = rejoin_calls(turn["ground_truth"])
+        if rejoined is not None:
+            shown = ", ".join(repr(c) for c in turn["ground_truth"])
+            reason = f"YAML split the unquoted calls at their commas into {shown:.120}"
+            fail(
+                f"turns[{t}].ground_truth",
+                "bad_call",
+                reason,
+                f"quote each call: ground_truth: {quoted_list(rejoined)}",
+            )
+            continue
         calls = []
         for i, raw_call in enumerate(turn["ground_truth"]):
             field = f"turns[{t}].ground_truth[{i}]"
             call = _call(raw_call, field, fail)
+            if call is None:
+                continue
             if call.name not in docs:
-                raise fail(field, "unknown_function", f"{call.name!r} is not a function of {_names(backends)}")
+                if check_names:
+                    fail(field, "unknown_function", f"{call.name!r} is not a function of {_names(backends)}")
+                continue
             if call.name not in available:
-                raise fail(field, "unknown_function", f"{call.name!r} is not offered at turn {t}")
+                fail(field, "unknown_function", f"{call.name!r} is not offered at turn {t}")
+                continue
             doc, backend = docs[call.name]
             call = _bind(call, backend.cls, field, fail)
+            if call is None:
+                continue
             problem = validation_error(doc if relax is None else relax(doc), call.arguments)
             if problem is not None:
-                raise fail(f"{field}.arguments", "invalid_arguments", problem)
+                fail(f"{field}.arguments", "invalid_arguments", problem)
+                continue
             calls.append(call)
         ground_truth.append(tuple(calls))
+    if problems or skip:
+        return None, backends, problems
     task = Task(
         task_id=sid,
         category=spec.get("category", DEFAULT_CATEGORY),
@@ -236,45 +352,66 @@ def _build(file: Path, spec: Mapping[str, Any], replay: bool) -> tuple[Task, lis
     )
     if replay:
         _check_replay(task, backends, fail)
-    return task, backends
+    return (None if problems else task), backends, problems
+
+
+def _backends(tools: Mapping[str, Mapping[str, Any]], fail: Fail) -> list[ToolBackend]:
+    """The registered backends named in `tools`; unknown names and bad initial states reported through `fail`."""
+    backends = []
+    for name, state in tools.items():
+        try:
+            backend = get_backend(name)
+        except KeyError as e:
+            fail(f"tools.{name}", "unknown_backend", str(e.args[0]))
+            continue
+        backends.append(backend)
+        if backend.stateless:
+            for key in state:
+                fail(f"tools.{name}.{key}", "bad_state", f"{name} keeps no state", f"give it no state: {name}: {{}}")
+            continue
+        for key, reason, hint in state_problems(name, backend.cls, state):
+            fail(f"tools.{name}.{key}", "bad_state", reason, hint)
+    return backends
 
 
 def _names(backends: Sequence[ToolBackend]) -> str:
     return ", ".join(b.name for b in backends)
 
 
-def _call(raw: Any, field: str, fail) -> ToolCall:
+def _call(raw: Any, field: str, fail: Fail) -> ToolCall | None:
     if isinstance(raw, str):
         try:
             return parse_call_string(raw)
         except (ValueError, TypeError, SyntaxError) as e:
-            raise fail(field, "bad_call", f"cannot parse call {raw!r:.80}: {e}") from None
+            fail(field, "bad_call", f"cannot parse call {raw!r:.80}: {e}")
+            return None
     return ToolCall(name=raw["name"], arguments=dict(raw.get("arguments", {})))
 
 
-def _bind(call: ToolCall, cls: type, field: str, fail) -> ToolCall:
+def _bind(call: ToolCall, cls: type, field: str, fail: Fail) -> ToolCall | None:
     """Positional arguments bound to parameter names; unknown parameters refused."""
     try:
         arguments = call_arguments(cls, call, bind_keywords=True)
     except TypeError as e:
-        raise fail(f"{field}.arguments", "invalid_arguments", str(e)) from None
+        fail(f"{field}.arguments", "invalid_arguments", str(e))
+        return None
     return ToolCall(name=call.name, arguments=arguments)
 
 
-def _check_replay(task: Task, backends: Sequence[ToolBackend], fail) -> None:
+def _check_replay(task: Task, backends: Sequence[ToolBackend], fail: Fail) -> None:
     classes = {b.name: b.cls for b in backends}
     stateless = frozenset(b.name for b in backends if b.stateless)
     try:
         runtime = ToolRuntime(task, classes, stateless, validate=True, hooks=combined_hooks(backends))
     except Exception as e:
-        raise fail("tools", "bad_state", f"loading the initial state failed: {type(e).__name__}: {e}") from None
+        fail("tools", "bad_state", f"loading the initial state failed: {type(e).__name__}: {e}")
+        return
     for t, calls in enumerate(task.ground_truth):
         for i, call in enumerate(calls):
             result = runtime.execute_one(call).result
-            if _is_failure(result):
-                raise fail(
-                    f"turns[{t}].ground_truth[{i}]", "replay_failed", f"ground truth fails on replay: {result:.300}"
-                )
+            if _is_failure(result):  # later calls depend on this one's effect: stop here
+                fail(f"turns[{t}].ground_truth[{i}]", "replay_failed", f"ground truth fails on replay: {result:.300}")
+                return
 
 
 def _is_failure(result: str) -> bool:

@@ -14,11 +14,14 @@ from collections import Counter
 from collections.abc import Sequence
 
 from tooluse_gym.errors import TaskLoadError
-from tooluse_gym.tasks.scenario import load_scenario_set, scenario_files, scenario_schema
+from tooluse_gym.tasks.scenario import ScenarioError, load_scenario_set, scenario_files, scenario_schema
 
 
 def validate(paths: Sequence[str], replay: bool = True) -> int:
-    """Check each file on its own; print one line per file and a summary. Returns the exit code."""
+    """Check each file on its own; print one line per file (and each problem of a bad one) and a summary.
+
+    Returns the exit code.
+    """
     failed = 0
     total: Counter[str] = Counter()
     for path in paths:
@@ -31,6 +34,12 @@ def validate(paths: Sequence[str], replay: bool = True) -> int:
         for file in files:
             try:
                 tasks = load_scenario_set(file, replay=replay).tasks
+            except ScenarioError as e:
+                print(f"FAIL {file}: {len(e.problems)} problem{'s' if len(e.problems) > 1 else ''}")
+                for problem in e.problems:
+                    print("  " + problem.describe().replace("\n", "\n  "))
+                failed += 1
+                continue
             except TaskLoadError as e:
                 print(f"FAIL {e}")
                 failed += 1
