@@ -166,7 +166,7 @@ def _last_byte(path: Path) -> bytes:
 
 
 class JsonlWriter:
-    """Appends records to a JSONL file, one flushed line each; a torn last line of a killed run is kept on a line of its own.
+    """Appends records to a JSONL file, one flushed line each; a killed run's torn last line is kept on its own line.
 
     Every run file is written through it (episodes, metrics, evaluations).
     """

@@ -13,7 +13,6 @@ the checkpoint's step are dropped, so the files read as if the run had never sto
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
