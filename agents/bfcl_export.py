@@ -1,7 +1,7 @@
-"""A run's BFCL episodes as BFCL result files, scored by BFCL's own `bfcl evaluate`.
+"""A run's BFCL multi-turn episodes as BFCL result files, scored by BFCL's own `bfcl evaluate`.
 
-`export_bfcl(run, out)` reads ``RUN/episodes.jsonl`` and writes one BFCL project root per seed
-(BFCL scores one line per task id, so two seeds cannot share a file)::
+`export_bfcl(run, out)` reads ``RUN/episodes.jsonl`` and writes one BFCL project root per seed (BFCL
+scores one line per task id, so two seeds cannot share a file; single-turn runs are not exported yet)::
 
     OUT/seed_<seed>/result/<model dir>/multi_turn/BFCL_v4_multi_turn_<category>_result.json
     OUT/export.json    what was written, the self-check, the commands
@@ -65,7 +65,7 @@ from tooluse_agents.bfcl_evaluator import (
 )
 from tooluse_agents.runs.records import EpisodeRecord, StepEntry, read_episodes
 from tooluse_gym.checker import FORCE_TERMINATED
-from tooluse_gym.envs import SCENARIO_ID
+from tooluse_gym.envs import SCENARIO_ID, SINGLE_TURN_ID
 from tooluse_gym.protocol import MAX_STEPS_PER_TURN
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tools import bfcl_decoding
@@ -567,7 +567,8 @@ def export_bfcl(run: str | os.PathLike[str], out: str | os.PathLike[str], *, for
     episodes = [r for r in records if is_bfcl_episode(r)]
     skipped = len(records) - len(episodes)
     if not episodes:
-        raise ExportError(f"{run_path}: no BFCL episodes to export ({skipped} scenario episodes skipped)")
+        what = "BFCL single-turn" if all(r.protocol.get("env_id") == SINGLE_TURN_ID for r in records) else "other"
+        raise ExportError(f"{run_path}: no BFCL multi-turn episodes to export ({skipped} {what} episodes skipped)")
     warnings = _protocol_warnings(episodes) + _check_episodes(episodes)
     fc_run = _run_setting(run_path, "text_replies") == "fc"  # text replies were FC responses with no calls
     target = TARGETS["fc" if fc_run else encoding_of(episodes)]

@@ -37,6 +37,8 @@ from tooluse_agents.runs.results import failure_banner, run_failed
 from tooluse_agents.sweep import run_sweep, run_vary
 from tooluse_gym.envs.knobs import env_defaults
 from tooluse_gym.tasks.bfcl import CATEGORIES
+from tooluse_gym.tasks.bfcl_single_turn import CATEGORIES as SINGLE_TURN_CATEGORIES
+from tooluse_gym.tasks.bfcl_single_turn import GROUPS as SINGLE_TURN_GROUPS
 
 
 def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
@@ -60,7 +62,11 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
         "--scenarios", nargs="+", metavar="PATH", help="evaluate on scenario files or folders instead of BFCL"
     )
     p.add_argument(
-        "--categories", nargs="+", help=f"categories to evaluate (BFCL: {', '.join(CATEGORIES)}; default: all)"
+        "--categories",
+        nargs="+",
+        help=f"categories to evaluate: BFCL multi-turn ({', '.join(CATEGORIES)}; default: all of them) or BFCL "
+        f"single-turn ({', '.join(SINGLE_TURN_CATEGORIES)}, or the groups {', '.join(SINGLE_TURN_GROUPS)}); a run "
+        "holds one of the two (single-turn task ids in --task-ids need their categories here)",
     )
     p.add_argument("--limit", type=int, help="tasks per category, evenly spaced (default: all)")
     p.add_argument("--task-ids", nargs="+", help="explicit task ids (overrides --categories/--limit)")

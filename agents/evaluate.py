@@ -35,14 +35,37 @@ from tooluse_agents.runs.results import (
     summarize,
 )
 from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID
+from tooluse_gym.envs.ids import SINGLE_TURN_ID
 from tooluse_gym.envs.knobs import Knobs, env_defaults
 from tooluse_gym.envs.tool_env import protocol_card
 from tooluse_gym.protocol import ProtocolCard
-from tooluse_gym.tasks import bfcl, select_tasks
+from tooluse_gym.tasks import bfcl, bfcl_single_turn, select_tasks
 from tooluse_gym.tasks.known_issues import KnownIssues, load_known_issues
 
 ENV_ID = MULTI_TURN_ID
 SCENARIO_ENV_ID = SCENARIO_ID
+
+
+def env_id_for(categories: Sequence[str] | None, scenarios: Sequence[str] | None) -> str:
+    """The env a run plays: scenarios, BFCL single-turn or BFCL multi-turn.
+
+    The scenario env with `scenarios`; BFCL single-turn when every category is one of its categories
+    or groups; else BFCL multi-turn. A mix of single- and multi-turn categories is refused.
+    """
+    if scenarios:
+        return SCENARIO_ID
+    single = [c for c in categories or () if c in bfcl_single_turn.GROUPS or c in bfcl_single_turn.CATEGORIES]
+    if not single:
+        return MULTI_TURN_ID
+    if len(single) < len(categories or ()):
+        others = [c for c in categories or () if c not in single]
+        raise ValueError(
+            f"--categories mixes single-turn {single} with {others}: single- and multi-turn BFCL are two envs, "
+            "so evaluate them as two runs (two --out folders)"
+        )
+    return SINGLE_TURN_ID
+
+
 AGENTS = BACKENDS
 PROTOCOL_KNOBS = Knobs.names()
 ENV_DEFAULT = Knobs()
@@ -118,7 +141,10 @@ class EvalConfig:
             raise TypeError(f"protocol must be a Knobs, got {type(self.protocol).__name__}")
         if self.protocol is ENV_DEFAULT:
             object.__setattr__(self, "protocol", env_defaults(self.env_id))
-        if self.scenarios is None:
+        if self.env_id == SINGLE_TURN_ID:
+            for c in self.categories or ():
+                bfcl_single_turn.category_names(c)
+        elif self.scenarios is None:
             for c in self.categories or ():
                 bfcl.normalize_category(c)
         if not self.seeds:
@@ -158,12 +184,14 @@ class EvalConfig:
 
     @property
     def env_id(self) -> str:
-        """The env id the run plays: the scenario env with `scenarios`, else the BFCL env."""
-        return SCENARIO_ID if self.scenarios else MULTI_TURN_ID
+        """The env id the run plays (`env_id_for`)."""
+        return env_id_for(self.categories, self.scenarios)
 
     def env_kwargs(self) -> dict[str, Any]:
         """`gym.make` arguments besides the protocol knobs and task ids."""
-        return {"path": list(self.scenarios)} if self.scenarios else {"category": "all"}
+        if self.scenarios:
+            return {"path": list(self.scenarios)}
+        return {"category": "single_turn" if self.env_id == SINGLE_TURN_ID else "all"}
 
 
 def _resumable(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -173,7 +201,7 @@ def _resumable(data: Mapping[str, Any]) -> dict[str, Any]:
     (as older ones do) matches an equal configuration.
     """
     out = {k: v for k, v in data.items() if k not in _RESUMABLE_ACROSS}
-    env_id = SCENARIO_ENV_ID if out.get("scenarios") else ENV_ID
+    env_id = env_id_for(out.get("categories"), out.get("scenarios"))
     with contextlib.suppress(TypeError, ValueError):  # a knob this version does not know: no equal configuration
         out["protocol"] = env_defaults(env_id).with_defaults(**out.get("protocol", {})).to_dict()
     return out
@@ -187,6 +215,9 @@ def eval_task_ids(
         from tooluse_gym.tasks.scenario import load_scenarios
 
         tasks = load_scenarios(list(scenarios))
+    elif env_id_for(categories, None) == SINGLE_TURN_ID:
+        categories = list(dict.fromkeys(n for c in categories or () for n in bfcl_single_turn.category_names(c)))
+        tasks = [t for c in categories for t in bfcl_single_turn.load_single_turn_tasks(c)]
     else:
         categories = [bfcl.normalize_category(c) for c in categories] if categories else None
         tasks = [t for c in dict.fromkeys(categories or bfcl.CATEGORIES) for t in bfcl.load_bfcl_tasks(c)]

@@ -260,7 +260,7 @@ def test_export_refuses_what_bfcl_cannot_score(tmp_path):
     only_scenarios = tmp_path / "scenarios"
     only_scenarios.mkdir()
     append(only_scenarios, scenario_episode())
-    with pytest.raises(ExportError, match=r"no BFCL episodes to export \(1 scenario episodes skipped\)"):
+    with pytest.raises(ExportError, match=r"no BFCL multi-turn episodes to export \(1 other episodes skipped\)"):
         export_bfcl(only_scenarios, tmp_path / "out")
     twice = tmp_path / "twice"
     twice.mkdir()

@@ -401,3 +401,27 @@ def test_every_option_of_run_and_sweep_says_what_it_does_and_its_default(command
     ):
         assert shown in text, shown
     assert not re.search(r"default: [^()]*\)\s*\(default:", text)  # no option says its default twice
+
+
+def test_single_turn_categories_run_on_the_single_turn_env(tmp_path, capsys):
+    out = tmp_path / "single"
+    args = ("run", "--agent", "oracle", "--categories", "simple_python", "irrelevance", "live_relevance")
+    assert run(*args, "--limit", "2", "--seeds", "0", "1", "--out", str(out)) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["protocol"]["env_id"] == "ToolUse-SingleTurn-v0"
+    assert results["summary"]["episodes"] == 12 and results["summary"]["overall"]["mean"] == 1.0
+    assert set(results["summary"]["categories"]) == {"simple_python", "irrelevance", "live_relevance"}
+    assert eval_task_ids(["non_live"], 1) == [
+        "simple_python_0",
+        "multiple_0",
+        "parallel_0",
+        "parallel_multiple_0",
+        "irrelevance_0",
+    ]
+    capsys.readouterr()
+    assert run(*args, "--limit", "2", "--seeds", "0", "1", "--out", str(out)) == 0  # resumes: nothing to play
+    assert "12 of 12 episodes already done" in capsys.readouterr().err
+    assert run("run", "--agent", "oracle", "--categories", "simple_python", "base", "--out", str(tmp_path / "mixed"))
+    assert "evaluate them as two runs" in capsys.readouterr().err and not (tmp_path / "mixed").exists()
+    assert main(["export", "--format", "bfcl", str(out), str(tmp_path / "bfcl")]) != 0
+    assert "12 BFCL single-turn episodes skipped" in capsys.readouterr().err
