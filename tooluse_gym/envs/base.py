@@ -19,6 +19,7 @@ from tooluse_gym.tools.runtime import CallRecord
 
 RESET_OPTIONS = ("task_id",)
 """The keys `reset(options=...)` takes."""
+_RENDER_CLIP = 400
 
 
 class TaskEnv(gym.Env[dict, Any]):
@@ -35,6 +36,27 @@ class TaskEnv(gym.Env[dict, Any]):
     protocol: ProtocolCard
     task: Task | None = None
     call_records: dict[str, CallRecord]
+
+    def render(self) -> str | None:
+        """Under ``ansi``, the episode's messages, one clipped line each, and the verdict once known; else None."""
+        if self.render_mode != "ansi":
+            return None
+        lines = [f"# {self.task.task_id}" if self.task else "# (not reset)"]
+        for m in getattr(self, "messages", []):
+            label = m["role"] if m["role"] != "tool" else f"tool {m.get('name', '')}".rstrip()
+            content = m.get("content") or ""
+            if m.get("tool_calls"):
+                content += " " + " ".join(c["function"]["name"] + "(...)" for c in m["tool_calls"])
+            clipped = content if len(content) <= _RENDER_CLIP else content[:_RENDER_CLIP] + "..."
+            lines.append(f"[{label}] {clipped}")
+        verdict = self._shown_verdict()
+        if verdict is not None:
+            lines.append(f"= valid={verdict.valid} error_type={verdict.error_type}")
+        return "\n".join(lines) + "\n"
+
+    def _shown_verdict(self) -> Any:
+        """The episode's verdict once known (with ``valid`` and ``error_type``), for `render`; None before."""
+        return None
 
     def episode_task(self) -> Task:
         """The current episode's task (`task`); `gymnasium.error.ResetNeeded` before the first `reset`."""

@@ -21,8 +21,6 @@ from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS
 from tooluse_gym.tools.schemas import openai_tool
 from tooluse_gym.types import StepRecord
 
-_RENDER_CLIP = 400
-
 
 class SingleTurnEnv(TaskEnv):
     """One request, one assistant message, scored like BFCL's single-turn evaluation.
@@ -135,20 +133,8 @@ class SingleTurnEnv(TaskEnv):
         info["env_messages"] = []
         return self._obs(), reward, True, False, info
 
-    def render(self) -> str | None:
-        """Under ``ansi``, the episode's messages, one clipped line each, and the verdict once known; else None."""
-        if self.render_mode != "ansi":
-            return None
-        lines = [f"# {self.task.task_id}" if self.task else "# (not reset)"]
-        for m in self.messages:
-            content = m.get("content") or ""
-            if m.get("tool_calls"):
-                content += " " + " ".join(c["function"]["name"] + "(...)" for c in m["tool_calls"])
-            clipped = content if len(content) <= _RENDER_CLIP else content[:_RENDER_CLIP] + "..."
-            lines.append(f"[{m['role']}] {clipped}")
-        if self._verdict is not None:
-            lines.append(f"= valid={self._verdict.valid} error_type={self._verdict.error_type}")
-        return "\n".join(lines) + "\n"
+    def _shown_verdict(self) -> Any:
+        return self._verdict
 
     def close(self) -> None:
         """End the current episode: `step` needs a `reset` again."""

@@ -25,7 +25,6 @@ from tooluse_gym.tools.schemas import openai_tool
 from tooluse_gym.tools.snapshots import InstanceSnapshots
 from tooluse_gym.types import ParsedAction, StepRecord
 
-_RENDER_CLIP = 400
 """The keys `ToolUseEnv.reset` understands in ``options``; any other is refused."""
 
 
@@ -197,21 +196,8 @@ class ToolUseEnv(TaskEnv):
         info["turn"] = self.turn
         return self._answer(info, answered, 0.0, False)
 
-    def render(self) -> str | None:
-        """Under ``ansi``, the episode's messages, one clipped line each, and the verdict once known; else None."""
-        if self.render_mode != "ansi":
-            return None
-        lines = [f"# {self.task.task_id}" if self.task else "# (not reset)"]
-        for m in getattr(self, "messages", []):
-            label = m["role"] if m["role"] != "tool" else f"tool {m.get('name', '')}".rstrip()
-            content = m.get("content") or ""
-            if m.get("tool_calls"):
-                content += " " + " ".join(c["function"]["name"] + "(...)" for c in m["tool_calls"])
-            clipped = content if len(content) <= _RENDER_CLIP else content[:_RENDER_CLIP] + "..."
-            lines.append(f"[{label}] {clipped}")
-        if self._result is not None:
-            lines.append(f"= valid={self._result.valid} error_type={self._result.error_type}")
-        return "\n".join(lines) + "\n"
+    def _shown_verdict(self) -> Any:
+        return self._result
 
     def close(self) -> None:
         """End the current episode: `step` needs a `reset` again."""

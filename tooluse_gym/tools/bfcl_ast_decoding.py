@@ -28,18 +28,16 @@ read it.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tooluse_gym.tools.bfcl_decoding import DecodeError, python_calls, visible_response
+from tooluse_gym.tools.bfcl_decoding import DecodeError, python_calls, tool_call_objects, visible_response
 from tooluse_gym.tools.parsing import MAX_CALLS_PER_MESSAGE, MAX_MESSAGE_CHARS
 from tooluse_gym.types import ParsedAction, ToolCall
 
 __all__ = ["AstDecoded", "decode_ast_action"]
 
-_TOOL_CALL_BLOCK = re.compile(r"<tool_call>\n(.*?)\n</tool_call>", re.DOTALL)
 
 Call = tuple[Any, Any]
 """One decoded call: (name, parameters); the parameters are a dict unless the output is malformed."""
@@ -119,16 +117,8 @@ def _decoded(content: str, decode: Any) -> AstDecoded:
 
 
 def _tool_call_tags(text: str) -> list[Call]:
-    items = []
-    for block in _TOOL_CALL_BLOCK.findall(text):
-        try:
-            items.append(json.loads(block))
-        except (ValueError, RecursionError):
-            continue  # BFCL skips blocks that are not JSON
-    if len(items) > MAX_CALLS_PER_MESSAGE:
-        raise DecodeError(f"more than {MAX_CALLS_PER_MESSAGE} calls in one message")
     calls = []
-    for item in items:
+    for item in tool_call_objects(text):
         if type(item) is not dict:
             raise DecodeError("every <tool_call> must hold a JSON object")
         if "name" not in item or "arguments" not in item:

@@ -245,7 +245,11 @@ def decode_tool_call_tags(text: str) -> list[str]:
     return [source for source, _, _ in _decode_tool_call_tags(text)]
 
 
-def _decode_tool_call_tags(text: str) -> _Decoded:
+def tool_call_objects(text: str) -> list[Any]:
+    """The JSON value of each ``<tool_call>`` block, as BFCL's Qwen FC handlers read them.
+
+    Blocks that are not JSON are skipped; more than `MAX_CALLS_PER_MESSAGE` blocks raise `DecodeError`.
+    """
     items = []
     for block in _TOOL_CALL_BLOCK.findall(text):
         try:
@@ -254,6 +258,11 @@ def _decode_tool_call_tags(text: str) -> _Decoded:
             continue  # BFCL skips blocks that are not JSON
     if len(items) > MAX_CALLS_PER_MESSAGE:
         raise DecodeError(f"more than {MAX_CALLS_PER_MESSAGE} calls in one message")
+    return items
+
+
+def _decode_tool_call_tags(text: str) -> _Decoded:
+    items = tool_call_objects(text)
     if any(type(item) is not dict for item in items):
         raise DecodeError("every <tool_call> must hold a JSON object")
     try:
