@@ -19,10 +19,10 @@ score                     BFCL's column                formula
 ``web_search``            Web Search Acc               mean of web_search_base, web_search_no_snippet
 ``memory``                Memory Acc                   mean of memory_kv, memory_vector, memory_rec_sum
 ``agentic``               Agentic Overall Acc          mean of web_search, memory
-``irrelevance``           Irrelevance Detection        mean of irrelevance, live_irrelevance
-``relevance``             Relevance Detection          live_relevance
+``irrelevance_detection`` Irrelevance Detection        mean of irrelevance, live_irrelevance
+``relevance_detection``   Relevance Detection          live_relevance
 ``overall``               Overall Acc                  weights 10, 10, 10, 30, 40 on non_live, live,
-                                                       irrelevance, multi_turn, agentic
+                                                       irrelevance_detection, multi_turn, agentic
 ========================  ===========================  =========================================================
 
 Where BFCL lacks a category it scores it 0 in its overall columns and prints N/A in the others;
@@ -79,17 +79,18 @@ FORMULAS: tuple[Formula, ...] = (
     Formula("web_search", "Web Search Acc", ("web_search_base", "web_search_no_snippet")),
     Formula("memory", "Memory Acc", ("memory_kv", "memory_vector", "memory_rec_sum")),
     Formula("agentic", "Agentic Overall Acc", ("web_search", "memory")),
-    Formula("irrelevance", "Irrelevance Detection", ("irrelevance", "live_irrelevance")),
-    Formula("relevance", "Relevance Detection", ("live_relevance",)),
+    Formula("irrelevance_detection", "Irrelevance Detection", ("irrelevance", "live_irrelevance")),
+    Formula("relevance_detection", "Relevance Detection", ("live_relevance",)),
     Formula(
         "overall",
         "Overall Acc",
-        ("non_live", "live", "irrelevance", "multi_turn", "agentic"),
+        ("non_live", "live", "irrelevance_detection", "multi_turn", "agentic"),
         "weights",
         (10, 10, 10, 30, 40),
     ),
 )
-"""In dependency order: a formula's inputs are categories or scores defined above it."""
+"""In dependency order: a formula's inputs are categories or scores defined above it (no score is named
+like a category)."""
 
 BY_NAME: Mapping[str, Formula] = {f.name: f for f in FORMULAS}
 
@@ -102,8 +103,8 @@ def leaf_categories(name: str) -> tuple[str, ...]:
     return tuple(c for i in formula.inputs for c in leaf_categories(i))
 
 
-CATEGORIES: tuple[str, ...] = leaf_categories("overall")
-"""Every BFCL category that a scored column needs."""
+CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(c for f in FORMULAS for c in leaf_categories(f.name)))
+"""Every BFCL category a summary score needs (``overall``'s, and live_relevance)."""
 
 
 @dataclass(frozen=True)
