@@ -117,7 +117,8 @@ def test_formulas_by_hand():
     s = bfcl_scores({"irrelevance": (1.0, 240), "live_irrelevance": (0.5, 10), "live_relevance": (0.25, 16)})
     assert s["irrelevance_detection"].value == 0.75 and s["relevance_detection"].value == 0.25  # unweighted
     mt = {
-        f"multi_turn_{c}": (v, 200) for c, v in zip(("base", "miss_func", "miss_param", "long_context"), (1, 0, 0, 0))
+        f"multi_turn_{c}": (v, 200)
+        for c, v in zip(("base", "miss_func", "miss_param", "long_context"), (1, 0, 0, 0), strict=True)
     }
     s = bfcl_scores(mt)
     assert s["multi_turn"].value == 0.25
