@@ -21,6 +21,7 @@ from tooluse_agents.backends import BACKENDS, BackendSpec
 from tooluse_agents.base import Agent, Generation, SamplingConfig
 from tooluse_agents.rollout import Episode, RolloutJob, resolve_schedule, run_rollouts
 from tooluse_agents.rundir import RunConflict, RunDir
+from tooluse_agents.runs.bfcl_scores import format_bfcl_table
 from tooluse_agents.runs.jsonl import JsonlWriter
 from tooluse_agents.runs.records import EpisodeRecord, read_episodes
 from tooluse_agents.runs.report import write_run_report
@@ -459,9 +460,11 @@ def _diff_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def results_table(results: Mapping[str, Any]) -> str:
-    """Accuracy per category and seed; with several seeds also pass@1, pass@k and the mixed share."""
+    """Accuracy per category and seed, BFCL's summary scores for BFCL runs; with several seeds also pass@k."""
     summary = results["summary"]
     table = format_table(summary)
+    if summary.get("bfcl_scores"):
+        table += "\n\nBFCL's summary scores (its score tables' formulas):\n\n" + format_bfcl_table(summary)
     if len(summary.get("seeds", ())) > 1 and summary.get("pass_at_k"):
         table += "\n\n" + format_pass_table(summary)
     if summary.get("clean"):

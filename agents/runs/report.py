@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tooluse_agents.runs.bfcl_scores import format_bfcl_table
 from tooluse_agents.runs.results import clean_caption, failure_banner, format_clean_table, format_table
 
 
@@ -62,6 +63,7 @@ def write_run_report(
         "",
         "![accuracy](accuracy.png)",
         "",
+        *bfcl_scores_section(summary),
         *known_issues_section(summary),
         "## Failures",
         "",
@@ -85,6 +87,21 @@ def write_run_report(
     path = out / "report.md"
     path.write_text("\n".join(lines))
     return path
+
+
+def bfcl_scores_section(summary: Mapping[str, Any]) -> list[str]:
+    """Report lines for a BFCL run: BFCL's summary scores, computed by its score tables' formulas."""
+    if not summary.get("bfcl_scores"):
+        return []
+    return [
+        "## BFCL summary scores",
+        "",
+        "As BFCL's score tables compute them (bfcl-eval's `eval_runner_helper.py`), over the categories this run "
+        "played; a score whose formula needs a category the run lacks is not given.",
+        "",
+        format_bfcl_table(summary),
+        "",
+    ]
 
 
 def known_issues_section(summary: Mapping[str, Any]) -> list[str]:

@@ -1,8 +1,8 @@
 """Turn episode records into results: accuracy per category per seed, spread across seeds.
 
-Overall accuracy is the unweighted mean of the categories, as the BFCL leaderboard
-computes it. The 95% confidence interval is Student's t over the per-seed values (none
-with a single seed).
+Overall accuracy is the unweighted mean of the categories (BFCL's multi-turn overall; BFCL
+runs also get BFCL's own summary scores, `bfcl_scores`). The 95% confidence interval is
+Student's t over the per-seed values (none with a single seed).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tooluse_agents.runs.bfcl_scores import BY_NAME, bfcl_category, bfcl_scores, shown_scores
 from tooluse_agents.runs.records import EpisodeRecord, as_records
 
 if TYPE_CHECKING:
@@ -96,7 +97,8 @@ def summarize(episodes: Episodes, known_issues: KnownIssues | None = None) -> di
     """Accuracy per category per seed, their spread, overall accuracy, errors and tokens.
 
     With `known_issues` (BFCL runs) the summary also has ``clean``: the same accuracies over
-    the tasks the registry does not list (`clean_subset`).
+    the tasks the registry does not list (`clean_subset`). Runs of BFCL's envs (by the episodes'
+    protocol cards) also have ``bfcl_scores``: BFCL's summary scores (`summary_scores`).
     """
     episodes = as_records(episodes)
     rewards: dict[tuple[str, int], list[float]] = defaultdict(list)
@@ -123,9 +125,51 @@ def summarize(episodes: Episodes, known_issues: KnownIssues | None = None) -> di
         "checker_errors": dict(checker_errors),
         "tokens": dict(tokens),
     }
+    scores = summary_scores(episodes)
+    if scores is not None:
+        summary["bfcl_scores"] = scores
     if known_issues is not None:
         summary["clean"] = clean_subset(episodes, known_issues)
     return summary
+
+
+def summary_scores(episodes: Episodes) -> dict[str, Any] | None:
+    """BFCL's summary scores of a BFCL run per seed, with their spread; None for other runs.
+
+    The scores the run has an input of, and ``overall`` (`bfcl_scores.shown_scores`), each with
+    BFCL's ``column`` header, its ``formula``, the ``missing`` categories (then no value) and, like
+    the categories, ``per_seed`` values and their spread. A seed counts for a score when it played
+    every category the score needs.
+    """
+    episodes = as_records(episodes)
+    env_ids = {ep.protocol.get("env_id") for ep in episodes}
+    if len(env_ids) != 1 or bfcl_category(next(iter(env_ids)), "") is None:
+        return None
+    env_id = next(iter(env_ids))
+    rewards: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for ep in episodes:
+        rewards[ep.seed][bfcl_category(env_id, ep.category) or ep.category].append(ep.reward)
+    per_seed = {
+        seed: bfcl_scores({c: (statistics.fmean(v), len(v)) for c, v in by_category.items()})
+        for seed, by_category in sorted(rewards.items())
+    }
+    categories = sorted({c for by_category in rewards.values() for c in by_category})
+    missing = bfcl_scores({c: (0.0, 1) for c in categories})
+    out = {}
+    for name in shown_scores(categories):
+        values: dict[str, float] = {}
+        for seed, scores in per_seed.items():
+            value = scores[name].value
+            if value is not None:
+                values[str(seed)] = value
+        out[name] = {
+            "column": BY_NAME[name].column,
+            "formula": BY_NAME[name].describe(),
+            "missing": list(missing[name].missing),
+            "per_seed": values,
+            **spread(list(values.values())),
+        }
+    return out
 
 
 def clean_subset(episodes: Episodes, known_issues: KnownIssues) -> dict[str, Any]:

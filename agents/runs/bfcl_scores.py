@@ -1,0 +1,201 @@
+"""BFCL's summary scores (the columns of its score tables) from per-category accuracies.
+
+The formulas are those of bfcl-eval 2026.3.23, ``bfcl_eval/eval_checker/eval_runner_helper.py``,
+``generate_leaderboard_csv``, with its three ways of combining scores:
+
+- *mean*: the unweighted mean of the inputs (``calculate_unweighted_accuracy``);
+- *entries*: the mean weighted by each input's entry count (``calculate_weighted_accuracy``);
+- *weights*: fixed weights, normalised to sum to 1 (``calculate_percentage_weighted_accuracy``).
+
+========================  ===========================  =========================================================
+score                     BFCL's column                formula
+========================  ===========================  =========================================================
+``non_live_simple``       Non-Live Simple AST          mean of simple_python, simple_java, simple_javascript
+``non_live``              Non-Live AST Acc             mean of non_live_simple, multiple, parallel,
+                                                       parallel_multiple (irrelevance is not in it)
+``live``                  Live Acc                     entry-weighted mean of live_simple, live_multiple,
+                                                       live_parallel, live_parallel_multiple
+``multi_turn``            Multi Turn Acc               mean of the four multi_turn_* categories
+``web_search``            Web Search Acc               mean of web_search_base, web_search_no_snippet
+``memory``                Memory Acc                   mean of memory_kv, memory_vector, memory_rec_sum
+``agentic``               Agentic Overall Acc          mean of web_search, memory
+``irrelevance_detection`` Irrelevance Detection        mean of irrelevance, live_irrelevance
+``relevance_detection``   Relevance Detection          live_relevance
+``overall``               Overall Acc                  weights 10, 10, 10, 30, 40 on non_live, live,
+                                                       irrelevance_detection, multi_turn, agentic
+========================  ===========================  =========================================================
+
+Where BFCL lacks a category it scores it 0 in its overall columns and prints N/A in the others;
+here a score is given only when every category it needs is present, else it is None and names the
+missing categories: never a number over another set of categories. Counts are the entries scored,
+so a run of part of a category (``--limit``) is weighted as BFCL weights a partial evaluation.
+
+Standard library only (the TUI imports ``tooluse_agents.runs``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+BFCL_EVAL_VERSION = "2026.3.23"
+"""The bfcl-eval release whose formulas these are (tested against its code)."""
+
+MULTI_TURN_ENV_ID = "ToolUse-MultiTurn-v0"
+SINGLE_TURN_ENV_ID = "ToolUse-SingleTurn-v0"
+"""The env ids whose runs are BFCL runs (`tooluse_gym.envs.ids`; a test checks they agree)."""
+
+Combine = Literal["mean", "entries", "weights"]
+
+
+@dataclass(frozen=True)
+class Formula:
+    """One BFCL summary score: its name here, BFCL's column header, its inputs and how they combine."""
+
+    name: str
+    column: str
+    inputs: tuple[str, ...]
+    combine: Combine = "mean"
+    weights: tuple[float, ...] = ()
+
+    def describe(self) -> str:
+        """The formula in words."""
+        if self.combine == "weights":
+            return "weighted " + ", ".join(f"{w:g} x {i}" for w, i in zip(self.weights, self.inputs, strict=True))
+        if len(self.inputs) == 1:
+            return self.inputs[0]
+        how = "entry-weighted mean" if self.combine == "entries" else "unweighted mean"
+        return f"{how} of {', '.join(self.inputs)}"
+
+
+MULTI_TURN = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
+
+FORMULAS: tuple[Formula, ...] = (
+    Formula("non_live_simple", "Non-Live Simple AST", ("simple_python", "simple_java", "simple_javascript")),
+    Formula("non_live", "Non-Live AST Acc", ("non_live_simple", "multiple", "parallel", "parallel_multiple")),
+    Formula("live", "Live Acc", ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple"), "entries"),
+    Formula("multi_turn", "Multi Turn Acc", MULTI_TURN),
+    Formula("web_search", "Web Search Acc", ("web_search_base", "web_search_no_snippet")),
+    Formula("memory", "Memory Acc", ("memory_kv", "memory_vector", "memory_rec_sum")),
+    Formula("agentic", "Agentic Overall Acc", ("web_search", "memory")),
+    Formula("irrelevance_detection", "Irrelevance Detection", ("irrelevance", "live_irrelevance")),
+    Formula("relevance_detection", "Relevance Detection", ("live_relevance",)),
+    Formula(
+        "overall",
+        "Overall Acc",
+        ("non_live", "live", "irrelevance_detection", "multi_turn", "agentic"),
+        "weights",
+        (10, 10, 10, 30, 40),
+    ),
+)
+"""In dependency order: a formula's inputs are categories or scores defined above it (no score is named
+like a category)."""
+
+BY_NAME: Mapping[str, Formula] = {f.name: f for f in FORMULAS}
+
+
+def leaf_categories(name: str) -> tuple[str, ...]:
+    """The BFCL categories a score (or a category: itself) is computed from, in formula order."""
+    formula = BY_NAME.get(name)
+    if formula is None:
+        return (name,)
+    return tuple(c for i in formula.inputs for c in leaf_categories(i))
+
+
+CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(c for f in FORMULAS for c in leaf_categories(f.name)))
+"""Every BFCL category a summary score needs (``overall``'s, and live_relevance)."""
+
+
+@dataclass(frozen=True)
+class Score:
+    """A summary score: its value (a fraction), the entries it covers, and the categories it lacks.
+
+    ``value`` is None exactly when ``missing`` is not empty.
+    """
+
+    value: float | None
+    entries: int
+    missing: tuple[str, ...] = ()
+
+
+def bfcl_scores(accuracies: Mapping[str, tuple[float, int]]) -> dict[str, Score]:
+    """Every BFCL summary score from per-category (accuracy, entry count), by BFCL's category names.
+
+    Categories BFCL does not score (and any other key) are ignored; an entry count must be positive.
+    """
+    known: dict[str, Score] = {}
+    for category in CATEGORIES:
+        if category in accuracies:
+            accuracy, entries = accuracies[category]
+            if entries <= 0:
+                raise ValueError(f"{category}: entry count must be positive, got {entries}")
+            known[category] = Score(float(accuracy), int(entries))
+        else:
+            known[category] = Score(None, 0, (category,))
+    out: dict[str, Score] = {}
+    for formula in FORMULAS:
+        parts = [known[i] for i in formula.inputs]
+        score = _combine(formula, parts)
+        known[formula.name] = out[formula.name] = score
+    return out
+
+
+def _combine(formula: Formula, parts: Sequence[Score]) -> Score:
+    missing = tuple(c for p in parts for c in p.missing)
+    entries = sum(p.entries for p in parts)
+    if missing:
+        return Score(None, entries, missing)
+    values = [p.value for p in parts]
+    assert all(v is not None for v in values)
+    total = 0.0
+    if formula.combine == "mean":
+        for v in values:
+            total += v  # type: ignore[operator]
+        return Score(total / len(values), entries)
+    if formula.combine == "entries":
+        for v, p in zip(values, parts, strict=True):
+            total += v * p.entries  # type: ignore[operator]
+        return Score(total / entries, entries)
+    weight_sum = sum(formula.weights)
+    for v, w in zip(values, formula.weights, strict=True):
+        total += v * (w / weight_sum)  # type: ignore[operator]
+    return Score(total, entries)
+
+
+def bfcl_category(env_id: str | None, category: str) -> str | None:
+    """BFCL's name for an episode's category in a run of `env_id`; None outside BFCL's envs."""
+    if env_id == MULTI_TURN_ENV_ID:
+        return category if category.startswith("multi_turn_") else f"multi_turn_{category}"
+    if env_id == SINGLE_TURN_ENV_ID:
+        return category
+    return None
+
+
+def shown_scores(categories: Sequence[str]) -> tuple[str, ...]:
+    """The scores a run of these BFCL categories reports: those it has an input of, and ``overall``."""
+    have = set(categories)
+    return tuple(f.name for f in FORMULAS if f.name == "overall" or have & set(leaf_categories(f.name)))
+
+
+def format_bfcl_table(summary: Mapping[str, Any]) -> str:
+    """A Markdown table of a summary's ``bfcl_scores`` (in %, per seed, mean, std, 95% CI), and what is not given."""
+    block = summary["bfcl_scores"]
+    seeds = summary["seeds"]
+    head = "| BFCL score | BFCL column | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | std | 95% CI |"
+    lines = [head, "|" + "---|" * (5 + len(seeds))]
+    absent = []
+    for name, row in block.items():
+        per_seed = " | ".join(_pct(row["per_seed"].get(str(s))) for s in seeds)
+        ci = f"±{_pct(row['ci95'])}" if row["ci95"] is not None else "n/a"
+        label = f"**{name}**" if name == "overall" else name
+        lines.append(f"| {label} | {row['column']} | {per_seed} | {_pct(row['mean'])} | {_pct(row['std'])} | {ci} |")
+        if row["missing"]:
+            absent.append(f"{name} needs {', '.join(row['missing'])}")
+    if absent:
+        lines += ["", "Not given (this run lacks categories BFCL's formula needs): " + "; ".join(absent) + "."]
+    return "\n".join(lines)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
