@@ -325,11 +325,11 @@ def test_backend_logs_and_warnings_are_hidden_unless_verbose(tmp_path, monkeypat
 
     seen = []
 
-    def make_agent(config):  # what the backend sees while the run is on
+    def make_agent(config, progress=True):  # what the backend sees while the run is on
         seen.append({name: os.environ.get(name) for name in QUIET_ENV})
         warnings.warn_explicit("deprecated", FutureWarning, "dispatcher.py", 1, module="vllm.triton_utils.dispatcher")
         warnings.warn_explicit("skipped torn last line", UserWarning, "jsonl.py", 1, module="tooluse_agents.runs.jsonl")
-        return make_real_agent(config)
+        return make_real_agent(config, progress)
 
     make_real_agent = evaluate.make_agent
     monkeypatch.setattr(evaluate, "make_agent", make_agent)
@@ -364,7 +364,7 @@ def test_a_run_whose_every_episode_failed_says_so_above_the_table(tmp_path, caps
     from tooluse_agents import evaluate
     from tooluse_agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
 
-    def one_attempt(config):
+    def one_attempt(config, progress=True):
         return OpenAIAgent(OpenAIAgentConfig(model=config.model, base_url=config.base_url, max_attempts=1))
 
     monkeypatch.setattr(evaluate, "make_agent", one_attempt)
