@@ -53,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="single_turn",
         help=f"the BFCL category or group {SINGLE_TURN_ID} plays (default: single_turn)",
     )
-    p.add_argument("--scenarios", nargs="+", default=[], metavar="PATH", help=f"scenario files or folders ({SCENARIO_ID})")
+    p.add_argument(
+        "--scenarios", nargs="+", default=[], metavar="PATH", help=f"scenario files or folders ({SCENARIO_ID})"
+    )
     p.add_argument("--max-sessions", type=int, default=64, help="concurrent WebSocket sessions (default: 64)")
     p.add_argument(
         "--idle-timeout",
