@@ -1,4 +1,4 @@
-"""`tooluse serve-env`: the environments as an OpenEnv server (HTTP and WebSocket sessions), on loopback by default.
+"""`tooluse serve-env`: The environments as an OpenEnv server (HTTP and WebSocket sessions), on loopback by default.
 
 tooluse serve-env                                   # BFCL multi-turn and single-turn at http://127.0.0.1:8000
 tooluse serve-env --scenarios scenarios/curriculum/train.yaml --tool-format json --port 8001
@@ -16,20 +16,29 @@ EnvClient). A reset takes env_id, task_id, seed, episode_id and any knob but --t
 server's defaults, which a reset overrides. The reset's observation carries the protocol card, the
 last step's the checker's verdict. Also served: POST /reset and /step (stateless in OpenEnv: a fresh
 env per request), GET /state, /schema, /metadata, /health. The server has no authentication: keep it
-on loopback unless the network is yours. docs/integrations/openenv.md has the details.
+on loopback unless the network is yours. `uvicorn tooluse_agents.serve_env:app` serves the same app,
+configured by these flags in $TOOLUSE_SERVE_ENV_ARGS. docs/integrations/openenv.md has the details.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
+import shlex
 import socket
 import sys
+from typing import TYPE_CHECKING, Any
 
 from tooluse_agents.knob_flags import add_knob_flags, given_knobs
 from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
 
+if TYPE_CHECKING:
+    from tooluse_agents.integrations.openenv_server import ServeEnvConfig
+
 ENV_IDS = (MULTI_TURN_ID, SINGLE_TURN_ID, SCENARIO_ID)
+ARGS_VARIABLE = "TOOLUSE_SERVE_ENV_ARGS"
+"""The environment variable holding this command's flags for `app` (``uvicorn tooluse_agents.serve_env:app``)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,6 +82,41 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def serve_config(args: argparse.Namespace) -> ServeEnvConfig:
+    """The server's configuration from parsed flags (`ValueError` for a bad combination)."""
+    from tooluse_agents.integrations.openenv_server import ServeEnvConfig
+
+    return ServeEnvConfig(
+        env_ids=tuple(args.env_ids or (MULTI_TURN_ID, SINGLE_TURN_ID)),
+        multi_turn_category=args.category,
+        single_turn_category=args.single_turn_category,
+        scenarios=tuple(args.scenarios),
+        knobs=given_knobs(args),
+        max_sessions=args.max_sessions,
+        idle_timeout=args.idle_timeout or None,
+        max_request_bytes=args.max_request_bytes,
+    )
+
+
+class _AppFromEnviron:
+    """The ASGI app of `app`: built on first use (uvicorn's startup) from `ARGS_VARIABLE`, so importing stays light."""
+
+    def __init__(self) -> None:
+        self._app: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self._app is None:
+            from tooluse_agents.integrations.openenv_server import make_app
+
+            args = build_parser().parse_args(shlex.split(os.environ.get(ARGS_VARIABLE, "")))
+            self._app = make_app(serve_config(args))
+        await self._app(scope, receive, send)
+
+
+app = _AppFromEnviron()
+"""``uvicorn tooluse_agents.serve_env:app`` (openenv.yaml's ``app``): the server `ARGS_VARIABLE`'s flags describe."""
+
+
 def main(argv: list[str] | None = None) -> int:
     """The `tooluse serve-env` command; returns when the server stops."""
     args = build_parser().parse_args(argv)
@@ -85,25 +129,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import uvicorn
 
-    from tooluse_agents.integrations.openenv_server import Catalog, ServeEnvConfig, make_app
+    from tooluse_agents.integrations.openenv_server import Catalog, make_app
 
     try:
-        config = ServeEnvConfig(
-            env_ids=tuple(args.env_ids or (MULTI_TURN_ID, SINGLE_TURN_ID)),
-            multi_turn_category=args.category,
-            single_turn_category=args.single_turn_category,
-            scenarios=tuple(args.scenarios),
-            knobs=given_knobs(args),
-            max_sessions=args.max_sessions,
-            idle_timeout=args.idle_timeout or None,
-            max_request_bytes=args.max_request_bytes,
-        )
+        config = serve_config(args)
         print("tooluse serve-env: loading the tasks ...", file=sys.stderr, flush=True)
         catalog = Catalog(config)
     except (ValueError, TypeError, OSError) as e:
         print(f"tooluse serve-env: error: {e}", file=sys.stderr)
         return 2
-    app = make_app(config, catalog)
+    served = make_app(config, catalog)
     sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -116,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
     tasks = ", ".join(f"{e} ({len(catalog.task_ids[e])} tasks)" for e in config.env_ids)
     print(f"tooluse serve-env: serving {tasks} at {url} (sessions: {url}/ws)", file=sys.stderr, flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", ws_max_size=config.max_request_bytes))
+    server = uvicorn.Server(uvicorn.Config(served, log_level="warning", ws_max_size=config.max_request_bytes))
     server.run(sockets=[sock])
     return 0
 

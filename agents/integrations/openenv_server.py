@@ -361,8 +361,7 @@ def make_app(config: ServeEnvConfig, catalog: Catalog | None = None) -> FastAPI:
             max_concurrent_envs=config.max_sessions, session_timeout=config.idle_timeout
         ),
     )
-    app.title = "tooluse-gym OpenEnv server"
-    app.version = __version__
+    app.title = "tooluse-gym OpenEnv server"  # app.version stays openenv's: the HTTP API version (openenv-http/1.x)
 
     async def request_error(request: Request, exc: Exception) -> JSONResponse:
         return JSONResponse({"detail": str(exc), "code": "BAD_REQUEST"}, status_code=400)

@@ -329,6 +329,15 @@ def test_http_routes_answer_and_refuse_clearly(server):
         assert client.get("/health").status_code == 200
 
 
+def test_openenv_validate_passes_the_running_server(server):
+    from openenv.cli._validation import validate_running_environment
+
+    report = validate_running_environment(server.url, timeout_s=30)
+    failed = [c for c in report["criteria"] if not c["passed"]]
+    assert report["passed"] and not failed, failed
+    assert report["standard_profile"] == "openenv-http/1.x" and report["mode"] == "simulation"
+
+
 # --- the command -------------------------------------------------------------------------------------
 
 
