@@ -2,14 +2,14 @@
 
     from tooluse_agents.integrations.openenv_client import ToolUseEnvClient
 
-    with ToolUseEnvClient(base_url="http://127.0.0.1:8000").sync() as env:
-        result = env.reset(seed=0, task_id="multi_turn_base_0", tool_format="json")
+    with ToolUseEnvClient(base_url="http://127.0.0.1:8000").sync() as client:
+        result = client.reset(seed=0, task_id="multi_turn_base_0", tool_format="json")
         result.observation.protocol                      # the protocol card
         while not result.done:
-            result = env.step(my_model(result.observation.messages, result.observation.tools))
+            result = client.step(my_model(result.observation.messages, result.observation.tools))
         result.reward, result.observation.checker        # the env's verdict
 
-(``async with ToolUseEnvClient(...) as env: await env.reset(...)`` without ``.sync()``.) A step
+(``async with ToolUseEnvClient(...) as client: await client.reset(...)`` without ``.sync()``.) A step
 takes a `ToolUseAction`, the assistant's text, or an OpenAI-shaped ``{"content", "tool_calls"}``
 dict; a reset takes the server's reset arguments (`tooluse_agents.integrations.openenv_server`).
 A refused request raises openenv's ``RuntimeError("Server error: ... (code: ...)")`` and the

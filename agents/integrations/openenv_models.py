@@ -5,7 +5,7 @@ Shared by the server (`tooluse_agents.integrations.openenv_server`) and the clie
 ``Observation`` and ``State``, so ``GET /schema`` describes them and OpenEnv's own tooling validates them.
 
 The action is the in-process env's action, field for field: ``{"content": text}`` is the text
-``env.step(text)`` takes; with ``tool_calls`` (and ``reasoning_content``) it is the OpenAI-shaped
+the in-process ``step(text)`` takes; with ``tool_calls`` (and ``reasoning_content``) it is the OpenAI-shaped
 dict. Any other field is refused (openenv's ``Action`` forbids extra fields), and so is a
 ``content`` longer than `MAX_MESSAGE_CHARS` (the in-process env answers such a message with a
 parse failure; over the wire it never gets that far).
