@@ -15,7 +15,7 @@ from tooluse_tui.table import Column
 EPISODE_COLUMNS = (
     Column("task id", 28),
     Column("category", 12),
-    Column("seed", 4, "right"),
+    Column("seed", 10, "right"),  # a training rollout's derived seed has up to 10 digits
     Column("reward", 6, "right"),
     Column("turns", 5, "right"),
     Column("steps", 5, "right"),

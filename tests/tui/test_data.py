@@ -297,3 +297,11 @@ def test_episode_header_shows_the_decoder_and_calls_show_the_call_string_that_ra
     call = {"name": "cd", "arguments": {}, "source": "cd(folder='docs')"}
     assert transcript.render_call(call) == "cd(folder='docs')"
     assert transcript.render_call({"name": "cd", "arguments": {"folder": "x"}}) == 'cd(folder="x")'
+
+
+def test_the_seed_column_holds_every_derived_seed():
+    """A training rollout's seed is derived (31 bits: up to 10 digits); the column must not cut it to '391...'."""
+    from tooluse_tui.widgets import EPISODE_COLUMNS
+
+    (seed,) = (c for c in EPISODE_COLUMNS if c.title == "seed")
+    assert seed.width >= len(str(2**31 - 1))
