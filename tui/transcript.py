@@ -107,6 +107,29 @@ def user_text(turn: TurnEntry) -> Text:
     return text
 
 
+_BLANK_RUN = re.compile(r"^(?:[ \t]*\n){2,}|\n(?:[ \t]*\n){2,}|(?:\n[ \t]*){2,}$")
+
+
+def append_folding_blank_lines(text: Text, message: str) -> None:
+    """Append `message` with each run of two or more blank lines (inside it or at an end) as one dim line.
+
+    The line says how many blank lines it stands for: a model that writes dozens of newlines must not push
+    the rest of the step off the screen.
+    """
+    start = 0
+    for match in _BLANK_RUN.finditer(message):
+        if not match.group():
+            continue
+        text.append(message[start : match.start()])
+        newlines = match.group().count("\n")
+        at_start, at_end = match.start() == 0, match.end() == len(message)
+        blank = newlines if at_start or at_end else newlines - 1
+        marker = f"⋯ {blank} blank line{'s' * (blank != 1)} ⋯"
+        text.append(("" if at_start else "\n") + marker + ("" if at_end else "\n"), style="dim")
+        start = match.end()
+    text.append(message[start:])
+
+
 def step_text(frame: Frame, *, show_reasoning: bool, show_full: bool) -> Text:
     """An assistant step: its text (reasoning folded), each parsed call and each tool result.
 
@@ -124,7 +147,7 @@ def step_text(frame: Frame, *, show_reasoning: bool, show_full: bool) -> Text:
             text.append(reasoning + "\n", style="italic magenta")
         else:
             text.append(f"▸ reasoning ({len(reasoning)} chars, r to unfold)\n", style="magenta")
-    text.append(answer or "(empty message)")
+    append_folding_blank_lines(text, answer or "(empty message)")
     if not step.calls:  # a message without calls ends its user turn (as in BFCL): not a failure
         text.append("\n↵ ends the turn", style="bold cyan")
         if step.parse_failure:  # why the decoder found no call (under bfcl, BFCL's error for any text reply)

@@ -13,14 +13,14 @@ from tooluse_tui.data import EpisodeSummary, known_issue
 from tooluse_tui.table import Column
 
 EPISODE_COLUMNS = (
-    Column("task id", 28),
+    Column("task id", 27),
     Column("category", 12),
     Column("seed", 10, "right"),  # a training rollout's derived seed has up to 10 digits
     Column("reward", 6, "right"),
     Column("turns", 5, "right"),
     Column("steps", 5, "right"),
-    Column("error type", 28),
-    Column("tokens", 8, "right"),
+    Column("error type", 27),
+    Column("tokens", 7, "right"),
     Column("known issue", 11),
 )
 """The episode table's columns (replay, live)."""

@@ -305,3 +305,19 @@ def test_the_seed_column_holds_every_derived_seed():
 
     (seed,) = (c for c in EPISODE_COLUMNS if c.title == "seed")
     assert seed.width >= len(str(2**31 - 1))
+
+
+def test_runs_of_blank_lines_in_a_message_fold_to_one_line_that_counts_them():
+    """A rollout whose message starts with 23 newlines opened under 23 blank lines (issue 43)."""
+    from rich.text import Text
+
+    from tooluse_tui.transcript import append_folding_blank_lines
+
+    def shown(message: str) -> str:
+        text = Text()
+        append_folding_blank_lines(text, message)
+        return text.plain
+
+    assert shown("\n" * 23 + "[f()]") == "⋯ 23 blank lines ⋯\n[f()]"
+    assert shown("a\n\n\n\nb") == "a\n⋯ 3 blank lines ⋯\nb"
+    assert shown("a\n\nb") == "a\n\nb" and shown("a\n") == "a\n" and shown("plain") == "plain"  # kept as written
