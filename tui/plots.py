@@ -47,8 +47,11 @@ def split_bar(values: Sequence[float], width: int) -> list[int]:
 
 
 def _number(value: float | None) -> str:
+    """A value in at most 7 cells: a near-zero one (a weight sync of 1.06e-06 s) as ``<0.001``, not e-notation."""
     if value is None:
         return "-"
+    if 0 < abs(value) < 0.001:
+        return "<0.001" if value > 0 else ">-0.001"
     if abs(value) >= 1000:
         return f"{value:,.0f}"
     if abs(value) >= 10:

@@ -321,3 +321,10 @@ def test_runs_of_blank_lines_in_a_message_fold_to_one_line_that_counts_them():
     assert shown("\n" * 23 + "[f()]") == "⋯ 23 blank lines ⋯\n[f()]"
     assert shown("a\n\n\n\nb") == "a\n⋯ 3 blank lines ⋯\nb"
     assert shown("a\n\nb") == "a\n\nb" and shown("a\n") == "a\n" and shown("plain") == "plain"  # kept as written
+
+
+def test_a_near_zero_value_keeps_to_its_seven_cells():
+    """The time split's sync of 1.06e-06 s printed as a loose e-notation label one cell too wide (issue 43)."""
+    line = plots.series_line("sync", [0.5, 1.06e-06], 12, "yellow").plain
+    assert line.endswith("  <0.001") and "e-" not in line
+    assert plots.series_line("reward", [0.25, 0.767], 12, "green").plain.endswith("  0.767")
