@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import Any
 
 from tooluse_gym.errors import DependencyNotInstalled, TaskLoadError
+from tooluse_gym.tasks.selection import select_tasks
 from tooluse_gym.tasks.task import Task
 from tooluse_gym.tools.binding import call_arguments
 from tooluse_gym.tools.parsing import parse_call_string
@@ -115,13 +116,7 @@ def load_bfcl_tasks(category: str = "all", task_ids: Sequence[str] | None = None
     """Load BFCL multi-turn tasks (800 for ``all``), optionally only the given ids, in data order."""
     cats = CATEGORIES if category == "all" else (normalize_category(category),)
     tasks = [t for c in cats for t in _load_category(c)]
-    if task_ids is None:
-        return tasks
-    by_id = {t.task_id: t for t in tasks}
-    missing = [i for i in task_ids if i not in by_id]
-    if missing:
-        raise ValueError(f"unknown task ids for category {category!r}: {missing[:5]}")
-    return [by_id[i] for i in task_ids]
+    return tasks if task_ids is None else select_tasks(tasks, task_ids=task_ids)
 
 
 @cache

@@ -14,6 +14,7 @@ from typing import Any
 
 from tooluse_gym.errors import TaskLoadError
 from tooluse_gym.tasks import bfcl
+from tooluse_gym.tasks.selection import select_tasks
 from tooluse_gym.tasks.task import Task
 from tooluse_gym.types import ToolCall
 
@@ -100,13 +101,7 @@ def load_single_turn_tasks(
             through an API, which refuses dots); the reference calls are written so.
     """
     tasks = [t for c in category_names(category) for t in _load(c, underscore_to_dot)]
-    if task_ids is None:
-        return tasks
-    by_id = {t.task_id: t for t in tasks}
-    missing = [i for i in task_ids if i not in by_id]
-    if missing:
-        raise ValueError(f"unknown task ids for category {category!r}: {missing[:5]}")
-    return [by_id[i] for i in task_ids]
+    return tasks if task_ids is None else select_tasks(tasks, task_ids=task_ids)
 
 
 @cache
