@@ -8,6 +8,7 @@ from typing import TypeVar
 from tooluse_gym.tasks.task import Task
 
 T = TypeVar("T")
+TaskT = TypeVar("TaskT", bound=Task)
 LIMITS_PER = ("selection", "category")
 
 
@@ -19,13 +20,13 @@ def evenly_spaced(items: Sequence[T], limit: int | None) -> list[T]:
 
 
 def select_tasks(
-    tasks: Sequence[Task],
+    tasks: Sequence[TaskT],
     *,
     categories: Sequence[str] | None = None,
     task_ids: Sequence[str] | None = None,
     limit: int | None = None,
     limit_per: str = "selection",
-) -> list[Task]:
+) -> list[TaskT]:
     """The tasks to play, chosen in three steps: categories, then ids, then the limit.
 
     Args:
@@ -58,7 +59,7 @@ def select_tasks(
         selected = [by_id[i] for i in task_ids]
     if limit_per == "selection":
         return evenly_spaced(selected, limit)
-    by_category: dict[str, list[Task]] = {}
+    by_category: dict[str, list[TaskT]] = {}
     for task in selected:
         by_category.setdefault(task.category, []).append(task)
     order = categories if categories is not None else list(by_category)
