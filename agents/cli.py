@@ -4,6 +4,7 @@ tooluse-eval run --agent hf --model smollm2-135m --categories base --limit 5 --s
 tooluse-eval run --agent vllm --model smollm2-135m --scenarios scenarios/curriculum/heldout.yaml --out runs/NAME
 tooluse-eval sweep --agent oracle --template native context --reasoning keep strip --out runs/SWEEP
 tooluse-eval compare runs/A runs/B
+tooluse-eval table runs/SWEEPS
 tooluse-eval export --format bfcl runs/A runs/A-bfcl
 """
 
@@ -35,6 +36,7 @@ from tooluse_agents.rollout import SCHEDULES
 from tooluse_agents.rundir import RunConflict
 from tooluse_agents.runs.results import failure_banner, run_failed
 from tooluse_agents.sweep import run_sweep, run_vary
+from tooluse_agents.sweep_table import write_table
 from tooluse_gym.envs.knobs import env_defaults
 from tooluse_gym.tasks.bfcl import CATEGORIES
 from tooluse_gym.tasks.bfcl_single_turn import CATEGORIES as SINGLE_TURN_CATEGORIES
@@ -203,6 +205,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmp.add_argument("run_a", type=Path)
     cmp.add_argument("run_b", type=Path)
+    table = sub.add_parser(
+        "table",
+        help="one table over the one-factor sweeps under a folder (model x benchmark x configuration)",
+        formatter_class=DefaultsHelpFormatter,
+    )
+    table.add_argument("root", type=Path, help="a folder holding `tooluse-eval sweep --vary` runs, at any depth")
     exp = sub.add_parser(
         "export",
         help="write a run's BFCL episodes as result files for BFCL's own `bfcl evaluate`, one root per seed",
@@ -226,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with contextlib.nullcontext() if args.command in ("compare", "export") or args.verbose else quiet_backends():
+        quiet = args.command in ("run", "sweep") and not args.verbose
+        with quiet_backends() if quiet else contextlib.nullcontext():
             return _command(args)
     except KeyboardInterrupt:
         if args.command not in ("run", "sweep"):
@@ -271,6 +280,10 @@ def _command(args: argparse.Namespace) -> int:
             print(f"sweep: {args.out / 'sweep.json'}  ({count} configurations)")
         elif args.command == "export":
             print(export_bfcl(args.run, args.out, force=args.force).report())
+        elif args.command == "table":
+            text, _ = write_table(args.root)
+            print(text)
+            print(f"table: {args.root / 'results.json'}   {args.root / 'table.md'}")
         else:
             text, data = compare_runs(args.run_a, args.run_b)
             print(text)

@@ -41,6 +41,7 @@ import gymnasium as gym
 import tooluse_gym  # noqa: F401  (registers the environments)
 from tooluse_agents.base import AgentRequest, Generation, SamplingConfig, chat_prompt
 from tooluse_agents.config_loader import load
+from tooluse_agents.grpo.config import LoraSettings
 from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL
 from tooluse_agents.knob_flags import add_knob_flags, given_knobs
 from tooluse_agents.oracle import OracleAgent
@@ -70,6 +71,9 @@ class SFTConfig:
         save_epochs: Also save ``epoch_N/`` after every epoch (to pick the warm-start length).
         seed: Shuffling and torch seed.
         threads: torch intra-op threads (None: torch's default).
+        lora: Train LoRA adapters (peft) instead of every weight; ``model/`` then holds only the
+            adapter, saved in bfloat16 (a few MB: small enough to ship, as the package's
+            ``smollm2-135m-warmstart`` does; `tooluse_gym.models`).
     """
 
     model: str = "smollm2-135m"
@@ -86,6 +90,7 @@ class SFTConfig:
     save_epochs: bool = True
     seed: int = 0
     threads: int | None = None
+    lora: LoraSettings | None = None
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.batch_size < 1:
@@ -213,6 +218,7 @@ def train(config: SFTConfig, progress: bool = True) -> dict[str, Any]:
             device="cpu",
             gradient_checkpointing=False,
             threads=config.threads,
+            lora=config.lora,
         ),
         progress=progress,
     )
@@ -225,9 +231,10 @@ def train(config: SFTConfig, progress: bool = True) -> dict[str, Any]:
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(asdict(config), indent=2) + "\n")
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
+    optimizer = torch.optim.AdamW(policy.trainable(), lr=config.lr, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / max(1, config.warmup_steps)))
     rng = random.Random(config.seed)
+    adapter_base = config.model if config.lora is not None else None
     steps_per_epoch = -(-len(examples) // config.batch_size)
     bar = tqdm(total=config.epochs * steps_per_epoch, desc="warm-start", unit="step", disable=not progress)
     start, step, epoch_losses = time.perf_counter(), 0, []
@@ -239,7 +246,7 @@ def train(config: SFTConfig, progress: bool = True) -> dict[str, Any]:
                 batch = order[first : first + config.batch_size]
                 tokens = sum(len(e.completion_ids) for e in batch)
                 nll = batch_nll(policy, batch, config.detach_prompt, backward_scale=1.0 / tokens)
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm))
+                grad_norm = float(torch.nn.utils.clip_grad_norm_(policy.trainable(), config.max_grad_norm))
                 optimizer.step()
                 schedule.step()
                 optimizer.zero_grad(set_to_none=True)
@@ -259,9 +266,9 @@ def train(config: SFTConfig, progress: bool = True) -> dict[str, Any]:
                 bar.update()
             epoch_losses.append(total_nll / total_tokens)
             if config.save_epochs and epoch + 1 < config.epochs:
-                _save(model, tokenizer, out / f"epoch_{epoch + 1}")
+                _save(model, tokenizer, out / f"epoch_{epoch + 1}", adapter_base)
     bar.close()
-    _save(model, tokenizer, out / "model")
+    _save(model, tokenizer, out / "model", adapter_base)
     summary = {
         "model": config.model,
         "scenarios": config.scenarios,
@@ -278,10 +285,23 @@ def train(config: SFTConfig, progress: bool = True) -> dict[str, Any]:
     return summary
 
 
-def _save(model: Any, tokenizer: Any, folder: Path) -> None:
-    """Save weights and tokenizer atomically (a half-written folder never looks complete)."""
+def _save(model: Any, tokenizer: Any, folder: Path, base: str | None = None) -> None:
+    """Save weights and tokenizer atomically (a half-written folder never looks complete).
+
+    With `base` (the starting model's name) the model is a peft model: only its adapter is saved,
+    in bfloat16, and its config names `base` rather than the cache folder it was loaded from.
+    """
     scratch = folder.with_name(folder.name + ".partial")
-    model.save_pretrained(scratch)
+    if base is not None:
+        import torch
+
+        state = {k: v.detach().to(torch.bfloat16) for k, v in model.state_dict().items() if "lora_" in k}
+        model.save_pretrained(scratch, state_dict=state)
+        (scratch / "README.md").unlink(missing_ok=True)  # peft's blank model card
+        config_file = scratch / "adapter_config.json"
+        config_file.write_text(json.dumps({**json.loads(config_file.read_text()), "base_model_name_or_path": base}))
+    else:
+        model.save_pretrained(scratch)
     tokenizer.save_pretrained(scratch)
     if folder.exists():
         import shutil

