@@ -9,7 +9,8 @@ instance, messages ``reset``, ``step``, ``state``, ``close``; what openenv's ``E
 `tooluse_agents.integrations.openenv_client.ToolUseEnvClient` speak), ``POST /reset`` and
 ``POST /step`` (stateless in openenv: each request gets a fresh env, so a whole episode needs
 ``/ws``; ``/reset`` shows an episode's first observation and card), ``GET /state``, ``/schema``,
-``/metadata``, ``/health``.
+``/metadata``, ``/health``; and ours, ``GET /sessions`` (``{"open": n, "max_sessions": m}``: the
+session envs open now, so a client or a load test sees that closed and dropped sessions were freed).
 
 One server serves several env ids (`Catalog`): BFCL multi-turn and single-turn, and
 ``ToolUse-Scenario-v0`` over the scenario files it was started with. A reset names the episode:
@@ -26,13 +27,16 @@ Anything else is refused with a message naming what is accepted.
 Errors never end the server or another session: a bad request gets an error message (WebSocket:
 ``{"type": "error", "data": {"message", "code"}}``; HTTP: a 4xx JSON body) and the session carries
 on; requests over `ServeEnvConfig.max_request_bytes` are refused (HTTP 413; a WebSocket frame
-over it closes that connection with code 1009).
+over it closes that connection with code 1009 and a reason naming the limit). A client that leaves
+(a close, a dropped connection) frees its session without a traceback in the server's log.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,6 +45,7 @@ from typing import Any
 import gymnasium as gym
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from fastapi.websockets import WebSocketDisconnect
 from openenv.core.env_server import ConcurrencyConfig, Environment, create_fastapi_app
 from openenv.core.env_server.types import EnvironmentMetadata
 
@@ -66,6 +71,7 @@ __all__ = [
     "SERVER_ONLY_KNOBS",
     "Catalog",
     "EpisodeError",
+    "OpenSessions",
     "RequestError",
     "ServeEnvConfig",
     "ToolUseEnvironment",
@@ -164,6 +170,33 @@ class Catalog:
         return having[0]
 
 
+class OpenSessions:
+    """How many session envs are open now (built and not yet closed): what ``GET /sessions`` reports.
+
+    Every env openenv builds counts while it is open: a WebSocket session's for the session's life,
+    a stateless HTTP request's for the request's.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open = 0
+
+    @property
+    def open(self) -> int:
+        """The envs open now."""
+        return self._open
+
+    def opened(self) -> None:
+        """One env more."""
+        with self._lock:
+            self._open += 1
+
+    def closed(self) -> None:
+        """One env fewer."""
+        with self._lock:
+            self._open -= 1
+
+
 class ToolUseEnvironment(Environment[ToolUseAction, ToolUseObservation, ToolUseState]):
     """One session's env: resets build (or reuse) a Gymnasium env of the catalog; steps play the assistant's message.
 
@@ -173,13 +206,16 @@ class ToolUseEnvironment(Environment[ToolUseAction, ToolUseObservation, ToolUseS
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
-    def __init__(self, catalog: Catalog):
+    def __init__(self, catalog: Catalog, sessions: OpenSessions | None = None):
         super().__init__()
         self._catalog = catalog
+        self._sessions = sessions
         self._envs: OrderedDict[tuple[str, tuple[tuple[str, Any], ...]], gym.Env] = OrderedDict()
         self._env: gym.Env | None = None
         self._state = ToolUseState()
         self._closed = False
+        if sessions is not None:
+            sessions.opened()
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> ToolUseObservation:
         """Start an episode (module docstring: the arguments); `RequestError` for a bad one."""
@@ -248,6 +284,8 @@ class ToolUseEnvironment(Environment[ToolUseAction, ToolUseObservation, ToolUseS
 
     def close(self) -> None:
         """Free the session's envs; later calls get `EpisodeError` (the session was closed, e.g. when idle)."""
+        if self._sessions is not None and not self._closed:
+            self._sessions.closed()
         self._closed = True
         self._env = None
         for env in self._envs.values():
@@ -345,6 +383,25 @@ class _TooLarge(Exception):
     pass
 
 
+class _QuietDisconnect:
+    """ASGI middleware: a WebSocket whose client left first ends quietly.
+
+    openenv-core 0.3.0 closes the socket after the session ends (having freed the session); when
+    the client has already gone (it closed, or its connection dropped) that close raises, and
+    uvicorn logged "Exception in ASGI application" with a traceback for every such session.
+    """
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+        with contextlib.suppress(WebSocketDisconnect):
+            await self.app(scope, receive, send)
+
+
 def make_app(config: ServeEnvConfig, catalog: Catalog | None = None) -> FastAPI:
     """The FastAPI app serving `config` (openenv-core's app factory, plus size caps and 4xx for bad requests).
 
@@ -353,8 +410,9 @@ def make_app(config: ServeEnvConfig, catalog: Catalog | None = None) -> FastAPI:
         catalog: The env catalog, if already built (else built here: loads the tasks).
     """
     catalog = catalog or Catalog(config)
+    sessions = OpenSessions()
     app = create_fastapi_app(
-        functools.partial(ToolUseEnvironment, catalog),
+        functools.partial(ToolUseEnvironment, catalog, sessions),
         ToolUseAction,
         ToolUseObservation,
         concurrency_config=ConcurrencyConfig(
@@ -369,7 +427,12 @@ def make_app(config: ServeEnvConfig, catalog: Catalog | None = None) -> FastAPI:
     async def episode_error(request: Request, exc: Exception) -> JSONResponse:
         return JSONResponse({"detail": str(exc), "code": "NO_EPISODE"}, status_code=409)
 
+    @app.get("/sessions", tags=["Health"], summary="Session envs open now, and the cap")
+    async def open_sessions() -> dict[str, int]:
+        return {"open": sessions.open, "max_sessions": config.max_sessions}
+
     app.add_exception_handler(RequestError, request_error)
     app.add_exception_handler(EpisodeError, episode_error)
     app.add_middleware(_BodyLimit, max_bytes=config.max_request_bytes)
+    app.add_middleware(_QuietDisconnect)
     return app

@@ -354,3 +354,49 @@ def efficiency_v2_summary() -> str:
     if plot.exists():
         body += "\n![efficiency study v2](grpo-efficiency-v2.png)\n"
     return body
+
+
+def env_server_table() -> str:
+    """`tooluse serve-env` under load (per number of sessions) and the fault checks, from env_server.json."""
+    name = "env_server.json"
+    data = _load(name)
+    if data is None:
+        return _not_measured(name, "python -m benchmarks.env_server --write")
+    rows = []
+    for r in data["levels"]:
+        v = r["verdicts"]
+        rows.append(
+            [
+                str(r["sessions"]),
+                f"{r['wire_episodes_per_s']:,.1f}",
+                f"{r['in_process_episodes_per_s']:,.1f}",
+                f"**{r['ratio_wire_over_in_process']:.2f}×**",
+                f"{r['step_latency_ms']['p50']:.2f} / {r['step_latency_ms']['p99']:.2f}",
+                f"{r['memory']['per_session_kib']:,.0f}",
+                f"{v['equal']} / {v['episodes']} (lost {v['lost']}, crossed {v['crossed']})",
+            ]
+        )
+    header = [
+        "sessions",
+        "episodes/s over the wire",
+        "episodes/s in-process",
+        "wire / in-process",
+        "step latency p50 / p99 (ms)",
+        "memory per session (KiB)",
+        "verdicts equal to in-process",
+    ]
+    checks = data["fault_checks"]
+    d = data["faults"]["disconnects"]
+    failed = [k for k, ok in checks.items() if not ok]
+    s, m = data["settings"], data["machine"]
+    return (
+        _table(header, rows)
+        + f"\nFaults: {len(checks) - len(failed)} of {len(checks)} checks pass"
+        + (f" (failed: {', '.join(f'`{k}`' for k in failed)})" if failed else "")
+        + f"; {d['clients']:,} clients that left mid-episode were all freed (open sessions after each wave: "
+        + f"{', '.join(map(str, d['open_sessions_after_each_wave']))}, the bystander); memory growth over the "
+        + f"last third of them {d['growth_kib_per_client_last_third']:.2f} KiB a client. "
+        + f"{s['episodes_per_level']} oracle episodes a level; {m['cpu_model']}, {m['cpu_count']} CPUs, "
+        + f"Python {m['python']}; `{data['command'].strip()}` at `{data['commit'][:7]}` "
+        + f"(`benchmarks/results/{name}`).\n"
+    )

@@ -338,6 +338,15 @@ def test_openenv_validate_passes_the_running_server(server):
     assert report["standard_profile"] == "openenv-http/1.x" and report["mode"] == "simulation"
 
 
+def test_openenv_validate_of_the_repository_refuses_only_the_documented_layout_items():
+    from openenv.cli._validation import validate_multi_mode_deployment
+
+    ok, issues = validate_multi_mode_deployment(ROOT)
+    documented = (ROOT / "docs" / "integrations" / "openenv.md").read_text(encoding="utf-8")
+    assert not ok and len(issues) == 4, issues
+    assert all(f"`{issue}`" in documented for issue in issues), issues
+
+
 # --- the command -------------------------------------------------------------------------------------
 
 
