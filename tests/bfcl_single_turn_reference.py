@@ -90,4 +90,8 @@ def _language(category: str) -> tuple[Any, Any]:
     """The eval runner's language and return format for a category (``ast_file_runner``)."""
     from bfcl_eval.constants.enums import Language, ReturnFormat
 
+    if "javascript" in category:
+        return Language.JAVASCRIPT, ReturnFormat.JAVASCRIPT
+    if "java" in category:
+        return Language.JAVA, ReturnFormat.JAVA
     return Language.PYTHON, ReturnFormat.PYTHON
