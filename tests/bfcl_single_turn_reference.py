@@ -5,7 +5,8 @@ BFCL's handler stores it (`tests.bfcl_reference.model_response`: ``python`` is `
 prompting path, ``json`` `QwenFCHandler`'s ``<tool_call>`` blocks, ``fc`` the OpenAI
 function-calling handler) and scores it with the eval runner's own per-entry functions
 (``_evaluate_single_ast_entry`` / ``_evaluate_single_relevance_entry``), which call the
-handler's ``decode_ast`` and ``ast_checker``. The model name picks ``underscore_to_dot``.
+handler's ``decode_ast`` and ``ast_checker``. `stored_verdict` scores a response already in
+the stored form (a result file's ``result``). The model name picks ``underscore_to_dot``.
 
 Importing bfcl_eval's eval runner takes seconds (its model registry imports every handler).
 Callers must only pass responses that are safe for bfcl_eval to `eval` (its Python decoder
@@ -52,19 +53,24 @@ def _runner() -> Any:
 
 def official_verdict(task_id: str, raw: Any, response_format: str, underscore_to_dot: bool) -> tuple[bool, str | None]:
     """BFCL's verdict on one raw response to a single-turn entry: (valid, error_type)."""
-    from bfcl_eval.constants.enums import Language, ReturnFormat
+    stored = model_response(copy.deepcopy(raw), response_format)
+    return stored_verdict(task_id, stored, response_format, underscore_to_dot)
 
+
+def stored_verdict(task_id: str, stored: Any, response_format: str, underscore_to_dot: bool) -> tuple[bool, str | None]:
+    """BFCL's verdict on a response as its handler stored it (a result file's ``result``): (valid, error_type)."""
     from tests.bfcl_reference import handler
 
     runner = _runner()
     category = category_of(task_id)
     entry, answer = _entries(category)[task_id]
     h = handler(response_format)
-    stored = model_response(copy.deepcopy(raw), response_format)
     model = MODEL_NAMES[underscore_to_dot]
+    stored = copy.deepcopy(stored)
     if check_of(category) != "ast":
         result = runner._evaluate_single_relevance_entry(h, task_id, stored, copy.deepcopy(entry), model, category)
     else:
+        language, return_format = _language(category)
         result = runner._evaluate_single_ast_entry(
             h,
             task_id,
@@ -73,8 +79,19 @@ def official_verdict(task_id: str, raw: Any, response_format: str, underscore_to
             copy.deepcopy(entry),
             model,
             category,
-            language=Language.PYTHON,
-            return_format=ReturnFormat.PYTHON,
+            language=language,
+            return_format=return_format,
             has_tool_call_tag=False,
         )
     return result["valid"], result.get("error_type")
+
+
+def _language(category: str) -> tuple[Any, Any]:
+    """The eval runner's language and return format for a category (``ast_file_runner``)."""
+    from bfcl_eval.constants.enums import Language, ReturnFormat
+
+    if "javascript" in category:
+        return Language.JAVASCRIPT, ReturnFormat.JAVASCRIPT
+    if "java" in category:
+        return Language.JAVA, ReturnFormat.JAVA
+    return Language.PYTHON, ReturnFormat.PYTHON

@@ -9,6 +9,7 @@ is relevant and none where one is. Every value is a JSON literal, so bfcl_eval m
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -18,10 +19,28 @@ Calls = list[tuple[str, dict[str, Any]]]
 FORMATS = ("python", "json", "fc")
 
 
-def message(calls: Calls | str, response_format: str) -> Any:
-    """The calls (or plain text) as a raw response in `response_format` (also an env action)."""
+_CODE = re.compile(r"-?\d+(\.\d+)?([eE][+-]?\d+)?[fFlLn]?|true|false|new .*|\[.*\]|\{.*\}", re.DOTALL)
+
+
+def _source(value: Any) -> str:
+    """A value in Java or JavaScript call text: code-like strings as they are, other strings quoted."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value if _CODE.fullmatch(value) else json.dumps(value)
+    return json.dumps(value)
+
+
+def message(calls: Calls | str, response_format: str, language: str = "python") -> Any:
+    """The calls (or plain text) as a raw response in `response_format` (also an env action).
+
+    Python-format text is written in the category's `language`: Python call syntax, or Java /
+    JavaScript calls whose values are the source strings themselves (BFCL's prompting format there).
+    """
     if isinstance(calls, str):
         return {"content": calls, "tool_calls": None} if response_format == "fc" else calls
+    if response_format == "python" and language != "python":
+        return "[" + ", ".join(f"{n}({', '.join(f'{k}={_source(v)}' for k, v in a.items())})" for n, a in calls) + "]"
     if response_format == "python":
         return "[" + ", ".join(f"{n}({', '.join(f'{k}={v!r}' for k, v in a.items())})" for n, a in calls) + "]"
     if response_format == "json":

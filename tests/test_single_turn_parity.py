@@ -17,6 +17,7 @@ import pytest
 from tests.bfcl_single_turn_reference import official_verdict
 from tests.single_turn_cases import FORMATS, cases, message
 from tooluse_gym.ast_checker import verdict
+from tooluse_gym.ast_languages import language_of
 from tooluse_gym.tasks.bfcl_single_turn import CATEGORIES, UNSATISFIABLE, SingleTurnTask, load_single_turn_tasks
 from tooluse_gym.tools.bfcl_ast_decoding import decode_ast_action
 
@@ -26,9 +27,9 @@ pytest.importorskip("tree_sitter", reason="bfcl_eval's decoders need tree_sitter
 def ours(task: SingleTurnTask, raw: object, response_format: str) -> tuple[bool, str | None]:
     fmt = "python" if response_format == "fc" else response_format
     v = verdict(
-        decode_ast_action(raw, fmt),
+        decode_ast_action(raw, fmt, language_of(task.category)),
         check=task.check,
-        functions=task.functions,
+        functions=task.checker_docs,
         answer=task.answer,
         test_category=task.category,
         underscore_to_dot=task.underscore_to_dot,
@@ -41,7 +42,7 @@ def compare(tasks: list[SingleTurnTask], response_format: str, *, full: bool) ->
     counts: collections.Counter[str] = collections.Counter()
     for task in tasks:
         for label, calls in cases(task, full=full):
-            raw = message(calls, response_format)
+            raw = message(calls, response_format, language_of(task.category))
             expected = official_verdict(task.task_id, raw, response_format, task.underscore_to_dot)
             got = ours(task, raw, response_format)
             assert got == expected, f"{task.task_id} {label} ({response_format}): ours {got}, BFCL {expected}: {raw!r}"

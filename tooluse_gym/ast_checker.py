@@ -23,9 +23,11 @@ spaces and ``,./-_*^``, single quotes as double); an int is accepted for a float
 whose type is that of the answer's values rather than the doc's is a "variable" and compared
 as it is. The error types are BFCL's own names.
 
-Only Python is checked here (the Java and JavaScript categories need their type rules); a
-possible answer or doc that BFCL's checker cannot handle makes it raise, and `check_calls`
-then reports ``ast_checker:crashed`` (the official runner would stop).
+The language is the category's, as in BFCL's runner: in ``simple_java`` and ``simple_javascript``
+every value must be a string (else ``type_error:java`` / ``type_error:js``), converted by its
+declared type with BFCL's rules (`tooluse_gym.ast_languages`) before the same checks. A possible
+answer or doc that BFCL's checker cannot handle makes it raise, and `check_calls` then reports
+``ast_checker:crashed`` (the official runner would stop).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tooluse_gym import ast_languages
 from tooluse_gym.tools.bfcl_ast_decoding import AstDecoded, Call
 
 __all__ = ["AstVerdict", "check_calls", "verdict"]
@@ -123,23 +126,32 @@ def check_calls(
     *,
     underscore_to_dot: bool = False,
 ) -> AstVerdict:
-    """BFCL's ``ast_checker`` on well-formed calls (each (name, parameter dict))."""
+    """BFCL's ``ast_checker`` on well-formed calls (each (name, parameter dict)), in the category's language."""
+    rules = _Rules(underscore_to_dot, ast_languages.language_of(test_category))
     try:
         if "parallel" in test_category:
-            _parallel(calls, functions, answer, underscore_to_dot)
+            _parallel(calls, functions, answer, rules)
         elif "multiple" in test_category:
             if len(calls) != len(answer):
                 raise _Fail("multiple_function_checker:wrong_count", f"{len(calls)} calls, expected {len(answer)}")
-            _one(_doc(functions, _answer_name(answer[0])), calls[0], answer[0], underscore_to_dot)
+            _one(_doc(functions, _answer_name(answer[0])), calls[0], answer[0], rules)
         else:
             if len(calls) != 1:
                 raise _Fail("simple_function_checker:wrong_count", f"{len(calls)} calls, expected 1")
-            _one(functions[0], calls[0], answer[0], underscore_to_dot)
+            _one(functions[0], calls[0], answer[0], rules)
     except _Fail as e:
         return AstVerdict(False, e.error_type, str(e))
-    except (AttributeError, KeyError, IndexError, TypeError) as e:
+    except (AttributeError, KeyError, IndexError, TypeError, NotImplementedError) as e:
         return AstVerdict(False, CRASHED, f"BFCL's checker would raise here ({type(e).__name__}: {e})")
     return _VALID
+
+
+@dataclass(frozen=True)
+class _Rules:
+    dot: bool
+    """Dotted function names are expected with underscores."""
+    language: str
+    """``python``, ``java`` or ``javascript``."""
 
 
 def _answer_name(item: Mapping[str, Any]) -> Any:
@@ -153,7 +165,9 @@ def _doc(functions: Sequence[Mapping[str, Any]], name: Any) -> Any:
     return None
 
 
-def _parallel(calls: Sequence[Call], functions: Sequence[Mapping[str, Any]], answer: Sequence[Any], dot: bool) -> None:
+def _parallel(
+    calls: Sequence[Call], functions: Sequence[Mapping[str, Any]], answer: Sequence[Any], rules: _Rules
+) -> None:
     if len(calls) != len(answer):
         raise _Fail("parallel_function_checker_no_order:wrong_count", f"{len(calls)} calls, expected {len(answer)}")
     matched: set[int] = set()
@@ -164,7 +178,7 @@ def _parallel(calls: Sequence[Call], functions: Sequence[Mapping[str, Any]], ans
             if index in matched:
                 continue
             try:
-                _one(doc, call, item, dot)
+                _one(doc, call, item, rules)
             except _Fail:
                 found = False
                 continue
@@ -178,13 +192,13 @@ def _parallel(calls: Sequence[Call], functions: Sequence[Mapping[str, Any]], ans
             )
 
 
-def _one(doc: Any, call: Call, item: Mapping[str, Any], dot: bool) -> None:
+def _one(doc: Any, call: Call, item: Mapping[str, Any], rules: _Rules) -> None:
     """BFCL's ``simple_function_checker`` on one call; raises `_Fail` with its error type."""
     expected = next(iter(item.values()))
     name = doc["name"]
     properties = doc["parameters"]["properties"]
     required = doc["parameters"]["required"]
-    if dot and "." in name:
+    if rules.dot and "." in name:
         name = name.replace(".", "_")
     if call[0] != name:
         raise _Fail("simple_function_checker:wrong_func_name", f"expected a call of {name!r}, got {call[0]!r}")
@@ -195,20 +209,23 @@ def _one(doc: Any, call: Call, item: Mapping[str, Any], dot: bool) -> None:
     for param, given in params.items():
         if param not in properties or param not in expected:
             raise _Fail("simple_function_checker:unexpected_param", f"unexpected parameter {param!r}")
-        _check_param(param, given, properties[param], expected[param])
+        _check_param(param, given, properties[param], expected[param], rules.language)
     for param, values in expected.items():
         if param not in params and "" not in values:
             raise _Fail("simple_function_checker:missing_optional", f"parameter {param!r} is expected but missing")
 
 
-def _check_param(param: Any, value: Any, spec: Mapping[str, Any], accepted: Any) -> None:
+def _check_param(param: Any, value: Any, spec: Mapping[str, Any], accepted: Any, language: str) -> None:
     kind = spec["type"]
-    target = PYTHON_TYPES[kind]
-    inner = PYTHON_TYPES[spec["items"]["type"]] if kind in _NESTED else None
-    if kind == "tuple" and type(value) is tuple:
-        value = list(value)
-    if kind == "float" and type(value) is int:
-        value = float(value)
+    if language == "python":
+        target = PYTHON_TYPES[kind]
+        inner = PYTHON_TYPES[spec["items"]["type"]] if kind in _NESTED else None
+        if kind == "tuple" and type(value) is tuple:
+            value = list(value)
+        if kind == "float" and type(value) is int:
+            value = float(value)
+    else:
+        value, target, inner = _converted(param, value, kind, spec, language)
     is_variable = _type_check(param, value, accepted, target, inner)
     if not is_variable:
         if target is dict:
@@ -227,6 +244,20 @@ def _check_param(param: Any, value: Any, spec: Mapping[str, Any], accepted: Any)
             return
     if value not in accepted:
         raise _Fail("value_error:others", f"{param!r} = {value!r} is not an accepted value")
+
+
+def _converted(param: Any, value: Any, kind: str, spec: Mapping[str, Any], language: str) -> tuple[Any, type, Any]:
+    """A Java or JavaScript value: (converted value, its declared Python type, the items' type or None)."""
+    types = ast_languages.JAVA_TYPES if language == "java" else ast_languages.JS_TYPES
+    target = types[kind]
+    if type(value) is not str:
+        error = "type_error:java" if language == "java" else "type_error:js"
+        raise _Fail(error, f"{param!r} should be a string of source code, got {type(value).__name__}")
+    if kind in ast_languages.NESTED:
+        item_kind = spec["items"]["type"]
+        inner = types[item_kind]
+        return ast_languages.convert(language, value, kind, item_kind), target, inner
+    return ast_languages.convert(language, value, kind), target, None
 
 
 def _answer_type(accepted: Sequence[Any]) -> type | None:

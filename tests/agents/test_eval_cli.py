@@ -413,6 +413,8 @@ def test_single_turn_categories_run_on_the_single_turn_env(tmp_path, capsys):
     assert set(results["summary"]["categories"]) == {"simple_python", "irrelevance", "live_relevance"}
     assert eval_task_ids(["non_live"], 1) == [
         "simple_python_0",
+        "simple_java_0",
+        "simple_javascript_0",
         "multiple_0",
         "parallel_0",
         "parallel_multiple_0",

@@ -67,7 +67,8 @@ def make_single_turn_env(
     """Build `ToolUse-SingleTurn-v0`: BFCL single-turn entries, one message each, wrapped for the protocol.
 
     ## Arguments
-    - `category`: a BFCL single-turn category (``simple_python``, ``multiple``, ``parallel``,
+    - `category`: a BFCL single-turn category (``simple_python``, ``simple_java``,
+      ``simple_javascript``, ``multiple``, ``parallel``,
       ``parallel_multiple``, ``irrelevance``, ``live_simple``, ``live_multiple``,
       ``live_parallel``, ``live_parallel_multiple``, ``live_irrelevance``, ``live_relevance``)
       or group (``non_live``, ``live``, ``single_turn``: the supported categories of each).
@@ -76,7 +77,7 @@ def make_single_turn_env(
     - every other keyword is a knob of `tooluse_gym.envs.knobs.Knobs` (module docstring: which apply).
 
     ## Version History
-    - v0: initial version (bfcl-eval 2026.3.23 data; Python and relevance categories).
+    - v0: initial version (bfcl-eval 2026.3.23 data; Python, Java, JavaScript and relevance categories).
     """
     resolved = single_turn_knobs(**knobs)
     tasks = load_single_turn_tasks(category, task_ids, underscore_to_dot=not resolved.prompt.carries_tools)

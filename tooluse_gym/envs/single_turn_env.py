@@ -9,6 +9,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
+from tooluse_gym import ast_languages
 from tooluse_gym.ast_checker import AstVerdict, verdict
 from tooluse_gym.envs.base import TaskEnv
 from tooluse_gym.envs.knobs import Knobs
@@ -106,11 +107,11 @@ class SingleTurnEnv(TaskEnv):
             raise gym.error.ResetNeeded("the episode has ended; call reset() before step()")
         task = self.episode_task()
         assert isinstance(task, SingleTurnTask)
-        decoded = decode_ast_action(action, self.knobs.tool_format)
+        decoded = decode_ast_action(action, self.knobs.tool_format, ast_languages.language_of(task.category))
         result = self._verdict = verdict(
             decoded,
             check=task.check,
-            functions=task.functions,
+            functions=task.checker_docs,
             answer=task.answer,
             test_category=task.category,
             underscore_to_dot=task.underscore_to_dot,

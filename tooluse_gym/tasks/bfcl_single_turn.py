@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from tooluse_gym import ast_languages
 from tooluse_gym.errors import TaskLoadError
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.selection import select_tasks
@@ -27,7 +28,15 @@ __all__ = [
     "load_single_turn_tasks",
 ]
 
-NON_LIVE = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+NON_LIVE = (
+    "simple_python",
+    "simple_java",
+    "simple_javascript",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "irrelevance",
+)
 LIVE = (
     "live_simple",
     "live_multiple",
@@ -37,11 +46,11 @@ LIVE = (
     "live_relevance",
 )
 CATEGORIES = NON_LIVE + LIVE
-"""The single-turn categories this env plays (BFCL's names; the Java and JavaScript ones are not here yet)."""
-NOT_YET = ("simple_java", "simple_javascript")
-"""BFCL single-turn categories not supported yet: their decoders and type rules are not written."""
+"""BFCL's single-turn categories (its names), every one of which this env plays."""
+LANGUAGE_CATEGORIES = ("simple_java", "simple_javascript")
+"""Categories whose values are Java or JavaScript source strings (`tooluse_gym.ast_languages`)."""
 GROUPS: Mapping[str, tuple[str, ...]] = {"non_live": NON_LIVE, "live": LIVE, "single_turn": CATEGORIES}
-"""BFCL's group names, each for the supported categories it holds."""
+"""BFCL's group names, each with the categories it holds."""
 CHECKS = ("ast", "irrelevance", "relevance")
 UNSATISFIABLE: Mapping[str, str] = {
     "live_simple_106-63-0": "required parameters with no acceptable value",
@@ -49,6 +58,8 @@ UNSATISFIABLE: Mapping[str, str] = {
     "live_multiple_507-149-4": "a required parameter is missing from the possible answer",
     "live_multiple_862-181-3": "the possible answer has a parameter the function does not define",
     "live_multiple_964-207-0": "a required parameter is missing from the possible answer",
+    "simple_java_36": "an ArrayList of any: its items convert to strings, the possible answer's hold numbers",
+    "simple_java_65": "an ArrayList of any: its items convert to strings, the possible answer's hold booleans",
 }
 """Entries whose possible answers no response can satisfy under BFCL's checker (its own data; tests check it)."""
 
@@ -59,7 +70,7 @@ class SingleTurnTask(Task):
 
     `ground_truth` holds one realization of the possible answers (each expected call with the
     first acceptable value of each parameter, optional ones left out unless the doc requires
-    them; for ``live_relevance``,
+    them, Java and JavaScript values written as source strings; for ``live_relevance``,
     which has no answers, a call of the first function): what the oracle sends.
 
     Attributes:
@@ -67,11 +78,20 @@ class SingleTurnTask(Task):
             expected call (empty for the relevance categories).
         check: ``ast``, ``irrelevance`` (valid without a call) or ``relevance`` (valid with one).
         underscore_to_dot: Dotted function names are expected with underscores.
+        checked_functions: The docs BFCL's checker reads, where they differ from the `functions`
+            shown to the model (Java and JavaScript: the shown docs, with BFCL's language hint,
+            declare every parameter a string; the checker reads the declared language types).
     """
 
     answer: tuple[Mapping[str, Any], ...] = ()
     check: str = "ast"
     underscore_to_dot: bool = False
+    checked_functions: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def checker_docs(self) -> tuple[Mapping[str, Any], ...]:
+        """The function docs the checker reads."""
+        return self.checked_functions or self.functions
 
 
 def category_names(category: str) -> tuple[str, ...]:
@@ -80,8 +100,6 @@ def category_names(category: str) -> tuple[str, ...]:
         return GROUPS[category]
     if category in CATEGORIES:
         return (category,)
-    if category in NOT_YET:
-        raise ValueError(f"BFCL category {category!r} is not supported yet (Java and JavaScript need their own rules)")
     names = ", ".join((*CATEGORIES, *GROUPS))
     raise ValueError(f"unknown BFCL single-turn category {category!r}; expected one of {names}")
 
@@ -105,21 +123,23 @@ def load_single_turn_tasks(
 
 
 @cache
-def _entries(category: str) -> tuple[tuple[dict[str, Any], list[Any]], ...]:
+def _entries(category: str) -> tuple[tuple[dict[str, Any], list[Any], list[Any]], ...]:
+    """(entry as shown, with BFCL's language hint; possible answers; the function docs without the hint)."""
     utils = bfcl._import("bfcl_eval.utils")
     entries = utils.load_dataset_entry(category, include_language_specific_hint=True)
+    plain = {e["id"]: e["function"] for e in utils.load_dataset_entry(category, include_language_specific_hint=False)}
     if check_of(category) != "ast":
-        return tuple((e, []) for e in entries)
+        return tuple((e, [], plain[e["id"]]) for e in entries)
     truths = {g["id"]: g["ground_truth"] for g in utils.load_ground_truth_entry(category)}
     missing = [e["id"] for e in entries if e["id"] not in truths]
     if missing:
         raise TaskLoadError(f"{category}: no possible answer for {missing[:3]}")
-    return tuple((e, truths[e["id"]]) for e in entries)
+    return tuple((e, truths[e["id"]], plain[e["id"]]) for e in entries)
 
 
 @cache
 def _load(category: str, underscore_to_dot: bool) -> tuple[SingleTurnTask, ...]:
-    return tuple(_to_task(e, answer, category, underscore_to_dot) for e, answer in _entries(category))
+    return tuple(_to_task(e, answer, docs, category, underscore_to_dot) for e, answer, docs in _entries(category))
 
 
 def check_of(category: str) -> str:
@@ -131,7 +151,9 @@ def check_of(category: str) -> str:
     return "ast"
 
 
-def _to_task(entry: dict[str, Any], answer: list[Any], category: str, underscore_to_dot: bool) -> SingleTurnTask:
+def _to_task(
+    entry: dict[str, Any], answer: list[Any], docs: list[Any], category: str, underscore_to_dot: bool
+) -> SingleTurnTask:
     task_id = entry["id"]
     if len(entry["question"]) != 1:
         raise TaskLoadError(f"{task_id}: expected one turn, got {len(entry['question'])}")
@@ -141,9 +163,11 @@ def _to_task(entry: dict[str, Any], answer: list[Any], category: str, underscore
             raise TaskLoadError(f"{task_id}: unexpected message {m!r:.80}")
         messages.append({"role": m["role"], "content": m["content"]})
     functions = bfcl._shared_docs(entry["function"])
+    checked = bfcl._shared_docs(docs) if category in LANGUAGE_CATEGORIES else ()
     check = check_of(category)
     if check == "ast":
-        calls = tuple(_reference_call(item, functions, underscore_to_dot) for item in answer)
+        language = ast_languages.language_of(category)
+        calls = tuple(_reference_call(item, checked or functions, underscore_to_dot, language) for item in answer)
     elif check == "relevance":
         calls = (ToolCall(name=_name(functions[0]["name"], underscore_to_dot)),)
     else:
@@ -160,6 +184,7 @@ def _to_task(entry: dict[str, Any], answer: list[Any], category: str, underscore
         answer=tuple(answer),
         check=check,
         underscore_to_dot=underscore_to_dot,
+        checked_functions=checked,
     )
 
 
@@ -188,7 +213,9 @@ def _realize(value: Any, spec: Mapping[str, Any]) -> Any:
     return value
 
 
-def _reference_call(item: Mapping[str, Any], functions: Sequence[Mapping[str, Any]], dot: bool) -> ToolCall:
+def _reference_call(
+    item: Mapping[str, Any], functions: Sequence[Mapping[str, Any]], dot: bool, language: str
+) -> ToolCall:
     name, params = next(iter(item.items()))
     doc = next((d for d in functions if d["name"] == name), None)
     properties = doc["parameters"].get("properties", {}) if doc else {}
@@ -197,5 +224,9 @@ def _reference_call(item: Mapping[str, Any], functions: Sequence[Mapping[str, An
     for param, accepted in params.items():
         value = _first(accepted)
         if value is not _OPTIONAL and ("" not in accepted or param in required):
-            arguments[param] = _realize(value, properties.get(param, {}))
+            spec = properties.get(param, {})
+            if language == "python":
+                arguments[param] = _realize(value, spec)
+            else:
+                arguments[param] = ast_languages.realize(language, value, spec)
     return ToolCall(name=_name(name, dot), arguments=arguments)

@@ -7,7 +7,11 @@ shapes the multi-turn env accepts, each as the handler BFCL uses for it:
 
 * python text, ``[f(a=1)]`` (``default_decode_ast_prompting``): read exactly as
   `tooluse_gym.tools.bfcl_decoding.python_calls` reads it (keyword arguments only, bounded
-  arithmetic instead of ``eval``), without writing call strings;
+  arithmetic instead of ``eval``), without writing call strings. In the Java and JavaScript
+  categories BFCL reads this text as a Java or JavaScript call with its tree-sitter parsers
+  (``parse_java_function_call`` / ``parse_javascript_function_call``); they evaluate nothing,
+  and this module calls them, imported from bfcl_eval at run time (they need ``tree_sitter``
+  and its Java and JavaScript grammars: `language_parser_available`);
 * ``<tool_call>`` JSON text (``QwenFCHandler.decode_ast``): blocks that are not JSON are
   skipped; every other block must be an object with ``name`` (a JSON scalar) and
   ``arguments`` (an object);
@@ -36,7 +40,7 @@ from tooluse_gym.tools.bfcl_decoding import DecodeError, python_calls, tool_call
 from tooluse_gym.tools.parsing import MAX_CALLS_PER_MESSAGE, MAX_MESSAGE_CHARS
 from tooluse_gym.types import ParsedAction, ToolCall
 
-__all__ = ["AstDecoded", "decode_ast_action"]
+__all__ = ["AstDecoded", "decode_ast_action", "language_parser_available"]
 
 
 Call = tuple[Any, Any]
@@ -84,11 +88,12 @@ def _shown(params: Any) -> dict[str, Any]:
     return shown if isinstance(shown, dict) else {}
 
 
-def decode_ast_action(action: Any, tool_format: str) -> AstDecoded:
+def decode_ast_action(action: Any, tool_format: str, language: str = "python") -> AstDecoded:
     """Decode an env action as BFCL's ``decode_ast`` would.
 
     A dict action with a ``tool_calls`` key is a function-calling response; otherwise the text
-    (a string, or a dict's ``content``) is decoded in `tool_format` (``python`` or ``json``).
+    (a string, or a dict's ``content``) is decoded in `tool_format` (``python`` or ``json``),
+    ``python`` text in the syntax of the category's `language` (``python``, ``java``, ``javascript``).
     """
     if tool_format not in ("python", "json"):
         raise ValueError(f"unknown tool_format {tool_format!r}; expected 'python' or 'json'")
@@ -103,6 +108,8 @@ def decode_ast_action(action: Any, tool_format: str) -> AstDecoded:
     if len(action) > MAX_MESSAGE_CHARS:
         return AstDecoded(action, failure=f"message longer than {MAX_MESSAGE_CHARS} characters")
     visible = visible_response(action)
+    if tool_format == "python" and language != "python":
+        return _language_calls(action, visible, language)
     if tool_format == "python":
         return _decoded(action, lambda: python_calls(visible))
     return _decoded(action, lambda: _tool_call_tags(visible))
@@ -114,6 +121,49 @@ def _decoded(content: str, decode: Any) -> AstDecoded:
     except DecodeError as e:
         return AstDecoded(content, failure=str(e))
     return AstDecoded(content, calls=tuple(calls))
+
+
+_PARSERS = {
+    "java": ("bfcl_eval.model_handler.parser.java_parser", "parse_java_function_call"),
+    "javascript": ("bfcl_eval.model_handler.parser.js_parser", "parse_javascript_function_call"),
+}
+
+
+def _language_parser(language: str) -> Any:
+    import importlib
+
+    from tooluse_gym.tasks import bfcl
+
+    bfcl.backend_classes()  # sets BFCL_PROJECT_ROOT before bfcl_eval imports
+    module, name = _PARSERS[language]
+    return getattr(importlib.import_module(module), name)
+
+
+def language_parser_available(language: str) -> bool:
+    """Whether BFCL's parser for Java or JavaScript call text can be imported (it needs ``tree_sitter``)."""
+    try:
+        _language_parser(language)
+    except ImportError:
+        return False
+    return True
+
+
+def _language_calls(content: str, visible: str, language: str) -> AstDecoded:
+    """``default_decode_ast_prompting`` for Java or JavaScript: BFCL's own tree-sitter parser on the text."""
+    text = visible.strip("`\n ")
+    text = text if text.startswith("[") else "[" + text
+    text = text if text.endswith("]") else text + "]"
+    try:
+        parse = _language_parser(language)
+    except ImportError as e:
+        return AstDecoded(content, failure=f"decoding {language} call text needs tree_sitter ({e})")
+    try:
+        result = parse(text[1:-1])
+    except Exception as e:  # BFCL's runner scores any exception here as a decoding failure
+        return AstDecoded(content, failure=f"not a {language} call: {str(e)[:200]}")
+    if type(result) is not list or not all(type(item) is dict and len(item) == 1 for item in result):
+        return AstDecoded(content, calls=((None, None),))  # decoded, but not a list of calls
+    return AstDecoded(content, calls=tuple(next(iter(item.items())) for item in result))
 
 
 def _tool_call_tags(text: str) -> list[Call]:
