@@ -39,7 +39,7 @@ def test_the_adapter_digest_names_the_bytes(tmp_path):
     (copy / "adapter_config.json").write_text((SHIPPED / "adapter_config.json").read_text() + " ")
     assert adapter_digest(copy) != adapter_digest(SHIPPED)  # a new adapter gets a new cache folder
     (copy / "adapter_model.safetensors").unlink()
-    with pytest.raises(FileNotFoundError, match="adapter_model.safetensors is missing"):
+    with pytest.raises(FileNotFoundError, match=r"adapter_model\.safetensors is missing"):
         adapter_digest(copy)
 
 
