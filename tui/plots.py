@@ -60,10 +60,17 @@ def _number(value: float | None) -> str:
 
 
 def series_line(label: str, values: Sequence[float], width: int, style: str, lo=None, hi=None) -> Text:
-    """``label ▁▂▅█  last`` on one line; the label column is 10 wide."""
+    """``label ▁▂▅█····  last`` on one line; the label column is 10 wide.
+
+    Until the series fills the width, the rest of the plot is a dim dotted baseline, so a run's
+    first few points read as the start of a plot (two steps of reward 0.5 alone were ``▅▅``
+    floating at the panel's edge).
+    """
     text = Text()
     text.append(f"{label[:10]:<10} ", style="dim")
-    text.append(sparkline(values, width, lo, hi), style=style)
+    drawn = sparkline(values, width, lo, hi).rstrip(" ")
+    text.append(drawn, style=style)
+    text.append("·" * (width - len(drawn)), style="dim")
     text.append(f" {_number(values[-1] if values else None):>7}", style="bold")
     return text
 

@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules, however this file is loaded
 from pages_common import DOCS, ROOT, _code, _table
-from protocol_tables import protocol_sensitivity_page, protocol_sensitivity_table
+from protocol_tables import first_run_table, protocol_sensitivity_page, protocol_sensitivity_table
 from result_tables import (
     dtype_cpu_table,
     efficiency_table,
@@ -234,6 +234,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "dtype-cpu": dtype_cpu_table,
     "known-issues": known_issues_table,
     "protocol-sensitivity": protocol_sensitivity_table,
+    "first-run": first_run_table,
     "protocol-sensitivity-page": protocol_sensitivity_page,
 }
 

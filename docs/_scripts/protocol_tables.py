@@ -1,4 +1,4 @@
-"""The protocol-sensitivity study's table, beside the paper's figures, from ``protocol_sensitivity.json``."""
+"""The protocol studies' tables: protocol sensitivity beside the paper's figures, and `make run`'s first-run table."""
 
 from __future__ import annotations
 
@@ -114,3 +114,20 @@ def protocol_sensitivity_page() -> str:
     if (DOCS / "protocol-sensitivity.png").exists() and not body.startswith("*Not measured"):
         body += "\n![protocol sensitivity](protocol-sensitivity.png)\n"
     return body
+
+
+def first_run_table() -> str:
+    """`make run`'s table (model x benchmark x template), from first_run.json: the run's results.json as recorded."""
+    from tooluse_agents.sweep_table import table_markdown
+
+    name = "first_run.json"
+    data = _load(name)
+    if data is None:
+        return _not_measured(name, "python -m experiments.record_first_run")
+    run = data["recorded"]
+    return (
+        table_markdown(data)
+        + f"\n`make run` from a fresh clone: {run['wall_s'] / 60:.1f} min, setup included "
+        + f"({run['setup_s'] / 60:.1f} min of it); {run['machine']['cpu_model']}, {run['machine']['cpu_count']} CPUs; "
+        + f"commit `{run['commit'][:7]}` (`benchmarks/results/{name}`).\n"
+    )

@@ -328,3 +328,10 @@ def test_a_near_zero_value_keeps_to_its_seven_cells():
     line = plots.series_line("sync", [0.5, 1.06e-06], 12, "yellow").plain
     assert line.endswith("  <0.001") and "e-" not in line
     assert plots.series_line("reward", [0.25, 0.767], 12, "green").plain.endswith("  0.767")
+
+
+def test_a_short_series_is_drawn_on_a_dotted_baseline_to_the_plot_width():
+    line = plots.series_line("reward", [0.5, 0.5], 8, "green", lo=0.0, hi=1.0)
+    assert line.plain == "reward     ▅▅······     0.5"
+    assert len(plots.series_line("reward", list(range(20)), 8, "green").plain) == len(line.plain)
+    assert plots.series_line("reward", [], 4, "green").plain == "reward     ····       -"
