@@ -37,6 +37,7 @@ from tooluse_agents.base import (
     StreamingAgent,
 )
 from tooluse_agents.episode import StepCost, episode_record
+from tooluse_agents.runs.records import EpisodeRecord
 from tooluse_agents.seeding import derive_seed
 
 SCHEDULES = ("auto", "async", "lockstep")
@@ -97,17 +98,18 @@ def request_for(
 
 @dataclass(frozen=True)
 class Episode:
-    """One finished episode: its record (`tooluse_agents.episode` format) and what generated each of its steps.
+    """One finished episode: its record and what generated each of its steps.
 
     Attributes:
-        record: The JSON record.
+        record: The typed record (`tooluse_agents.runs.records.EpisodeRecord`; ``to_dict()`` is its
+            ``episodes.jsonl`` line).
         generations: One per assistant step of the record, in order (a scripted agent's carry no tokens).
         checker: The env's final ``info["checker"]`` (per-turn verdicts included); None when the
             episode stopped before the env ended it.
         number: The loop's number for the episode (`AgentRequest.episode` of its requests).
     """
 
-    record: dict[str, Any]
+    record: EpisodeRecord
     generations: tuple[Generation, ...]
     checker: Mapping[str, Any] | None = None
     number: int = 0

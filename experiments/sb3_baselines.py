@@ -227,7 +227,7 @@ def play(
                 break
         record = episode_record(
             reset_info, infos, seed=seed, agent=agent, costs=[], duration_s=time.perf_counter() - start
-        )
+        ).to_dict()
         record["candidate_accuracy"] = sum(picks) / len(picks)
         records.append(record)
     return records
