@@ -2,6 +2,7 @@
 
 tooluse-eval run --agent hf --model smollm2-135m --categories base --limit 5 --seeds 0 1 --out runs/NAME
 tooluse-eval run --agent vllm --model smollm2-135m --scenarios scenarios/curriculum/heldout.yaml --out runs/NAME
+tooluse-eval run --config eval.yaml sampling.temperature=0 protocol.template=context --seeds 1 --out runs/NAME
 tooluse-eval sweep --agent oracle --template native context --reasoning keep strip --out runs/SWEEP
 tooluse-eval compare runs/A runs/B
 tooluse-eval table runs/SWEEPS
@@ -12,51 +13,69 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import shlex
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from tooluse_agents.base import SamplingConfig
 from tooluse_agents.bfcl_export import EXPORT_FORMATS, export_bfcl
+from tooluse_agents.config_loader import load
 from tooluse_agents.dtypes import DTYPE_HELP, DTYPES
 from tooluse_agents.evaluate import (
     AGENTS,
-    ENV_ID,
-    SCENARIO_ENV_ID,
     EvalConfig,
     compare_runs,
     results_table,
     run_eval,
 )
-from tooluse_agents.knob_flags import SWEPT, add_knob_flags, given_knobs, varies_by_env_id
+from tooluse_agents.knob_flags import SWEPT, add_knob_flags, varies_by_env_id
 from tooluse_agents.rollout import SCHEDULES
 from tooluse_agents.rundir import RunConflict
 from tooluse_agents.runs.results import failure_banner, run_failed
 from tooluse_agents.sweep import run_sweep, run_vary
 from tooluse_agents.sweep_table import write_table
-from tooluse_gym.envs.knobs import env_defaults
+from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.tasks.bfcl import CATEGORIES
 from tooluse_gym.tasks.bfcl_single_turn import CATEGORIES as SINGLE_TURN_CATEGORIES
 from tooluse_gym.tasks.bfcl_single_turn import GROUPS as SINGLE_TURN_GROUPS
 
+_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(EvalConfig)}
+_SAMPLING_DEFAULTS = SamplingConfig()
+
 
 def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
+    """`tooluse eval run` and `sweep`'s arguments; each setting's default is `EvalConfig`'s."""
+    p.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="EvalConfig settings as dotted key=value, the value read as YAML (limit=2, seeds=[0,1], "
+        "sampling.temperature=0, protocol.template=context); they win over --config and the flags",
+    )
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="a YAML file of EvalConfig settings (agent, model, categories, seeds, protocol: {...}, sampling: "
+        "{...}, num_envs...); the flags given win over it, and a flag left out leaves its value",
+    )
     p.add_argument(
         "--agent",
         choices=AGENTS,
-        required=True,
-        help="oracle: replays the ground truth (checks the harness; needs no model) | hf: transformers in this "
-        "process | vllm: a vLLM engine in this process | openai: an OpenAI-compatible server (--base-url)",
+        help="required, here or in --config | oracle: replays the ground truth (checks the harness; needs no "
+        "model) | hf: transformers in this process | vllm: a vLLM engine in this process | openai: an "
+        "OpenAI-compatible server (--base-url)",
     )
     p.add_argument("--model", help="smollm2-135m, a local model folder, or a served model name")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint (openai agent)")
     p.add_argument(
         "--text-replies",
         choices=("decode", "fc"),
-        default="decode",
+        default=_DEFAULTS["text_replies"],
         help="openai agent, requests that carry tools: decode: a reply without structured calls is text the env "
         "reads calls from | fc: it is a function-calling response with no calls, as BFCL's FC handlers read it",
     )
@@ -73,22 +92,43 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     p.add_argument("--limit", type=int, help="tasks per category, evenly spaced (default: all)")
     p.add_argument("--task-ids", nargs="+", help="explicit task ids (overrides --categories/--limit)")
     p.add_argument(
-        "--seeds", nargs="+", type=int, default=[0], help="one pass over the tasks per seed; a seed fixes all sampling"
+        "--seeds",
+        nargs="+",
+        type=int,
+        default=list(_DEFAULTS["seeds"]),
+        help="one pass over the tasks per seed; a seed fixes all sampling",
     )
     add_knob_flags(p.add_argument_group("protocol knobs"), several=SWEPT if sweep else ())
-    p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature; 0: greedy")
-    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass, in (0, 1]")
-    p.add_argument("--max-tokens", type=int, default=512, help="most tokens generated per assistant message")
-    p.add_argument("--num-envs", type=int, default=8, help="episodes played at once (the most requests in flight)")
+    p.add_argument(
+        "--temperature", type=float, default=_SAMPLING_DEFAULTS.temperature, help="sampling temperature; 0: greedy"
+    )
+    p.add_argument("--top-p", type=float, default=_SAMPLING_DEFAULTS.top_p, help="nucleus sampling mass, in (0, 1]")
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=_SAMPLING_DEFAULTS.max_tokens,
+        help="most tokens generated per assistant message",
+    )
+    p.add_argument(
+        "--num-envs",
+        type=int,
+        default=_DEFAULTS["num_envs"],
+        help="episodes played at once (the most requests in flight)",
+    )
     p.add_argument(
         "--schedule",
-        default="auto",
+        default=_DEFAULTS["schedule"],
         choices=SCHEDULES,
         help="async: each episode's next request is sent the moment its last one returns (vllm, openai, oracle) | "
         "lockstep: every step waits for the whole batch (the hf agent's only way) | auto: async where possible",
     )
-    p.add_argument("--dtype", default="auto", choices=DTYPES, help=DTYPE_HELP)
-    p.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm agent: GPUs one engine spans (GPU only)")
+    p.add_argument("--dtype", default=_DEFAULTS["dtype"], choices=DTYPES, help=DTYPE_HELP)
+    p.add_argument(
+        "--tensor-parallel-size",
+        type=int,
+        default=_DEFAULTS["tensor_parallel_size"],
+        help="vllm agent: GPUs one engine spans (GPU only)",
+    )
     p.add_argument(
         "--out",
         type=Path,
@@ -101,26 +141,53 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     p.add_argument("--verbose", action="store_true", help="show the backends' INFO and WARNING lines")
 
 
-def _config(args: argparse.Namespace, *, exclude: tuple[str, ...] = ()) -> EvalConfig:
-    """The run's config; the knobs given (but those in `exclude`) over the env id's defaults."""
-    env_id = SCENARIO_ENV_ID if args.scenarios else ENV_ID
-    return EvalConfig(
-        agent=args.agent,
-        model=args.model,
-        base_url=args.base_url,
-        categories=tuple(args.categories) if args.categories else None,
-        limit=args.limit,
-        scenarios=tuple(args.scenarios) if args.scenarios else None,
-        task_ids=tuple(args.task_ids) if args.task_ids else None,
-        seeds=tuple(args.seeds),
-        protocol=env_defaults(env_id).with_defaults(**given_knobs(args, exclude=exclude)),
-        sampling=SamplingConfig(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens),
-        num_envs=args.num_envs,
-        schedule=args.schedule,
-        dtype=args.dtype,
-        tensor_parallel_size=args.tensor_parallel_size,
-        text_replies=args.text_replies,
-    )
+_SAMPLING = tuple(f.name for f in dataclasses.fields(SamplingConfig))
+_NOT_CONFIG = ("config", "overrides", "out", "force", "no_progress", "verbose", "vary", "change_seeds")
+"""The flags of `tooluse eval run` / `sweep` that are not `EvalConfig` settings."""
+_UNSET = object()
+
+
+def run_parser(command: str) -> argparse.ArgumentParser:
+    """The parser of `tooluse eval run` or `sweep` on its own (so KEY=VALUE items may come between options)."""
+    parser = argparse.ArgumentParser(prog=f"tooluse-eval {command}", formatter_class=DefaultsHelpFormatter)
+    _common(parser, sweep=command == "sweep")
+    if command == "sweep":
+        _sweep_flags(parser)
+    return parser
+
+
+def parse_run_args(command: str, argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]:
+    """`tooluse eval run` / `sweep`'s arguments, and the flags the line gave (dest -> value; defaults left out)."""
+    args = run_parser(command).parse_intermixed_args(argv)
+    args.command = command
+    seen = run_parser(command)
+    seen.set_defaults(**dict.fromkeys(vars(args), _UNSET))
+    given = {k: v for k, v in vars(seen.parse_intermixed_args(argv)).items() if v is not _UNSET}
+    return args, given
+
+
+def eval_config(args: argparse.Namespace, given: Mapping[str, Any]) -> EvalConfig:
+    """The run's `EvalConfig`: its defaults, then ``--config``, then the flags `given`, then the overrides.
+
+    Read by the one config loader (`tooluse_agents.config_loader.load`): a wrong type is an error
+    naming the dotted key (``sampling.temperature: expected float, got 'hot'``), and the knobs set
+    (``protocol:``, the knob flags) change the env id's defaults.
+
+    A sweep's knobs given as flags are its grid (`_grid`), not part of the config.
+    """
+    swept = SWEPT if args.command == "sweep" else ()
+    flags: dict[str, Any] = {}
+    for name, value in given.items():
+        if name in _NOT_CONFIG or name in swept:
+            continue
+        section = "protocol" if name in Knobs.names() else "sampling" if name in _SAMPLING else None
+        if section is None:
+            flags[name] = value
+        else:
+            flags.setdefault(section, {})[name] = value
+    if "agent" not in flags and args.config is None and not any(o.startswith("agent=") for o in args.overrides):
+        raise ValueError("the following arguments are required: --agent (or agent: in --config)")
+    return load(EvalConfig, args.config, args.overrides, given=flags)
 
 
 def _grid(args: argparse.Namespace, config: EvalConfig) -> dict[str, list]:
@@ -176,6 +243,17 @@ class DefaultsHelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: {shown.replace('%', '%%')})".lstrip()
 
 
+def _sweep_flags(sweep: argparse.ArgumentParser) -> None:
+    sweep.add_argument(
+        "--vary",
+        action="store_true",
+        help="one factor at a time: each knob's first value is the base protocol (played with --seeds), every "
+        "other value one change from it (played with --change-seeds); per change the paired difference from the "
+        "base with a 95%% bootstrap interval over tasks",
+    )
+    sweep.add_argument("--change-seeds", nargs="+", type=int, help="--vary: the changes' seeds (default: --seeds)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `tooluse eval` arguments: its subcommands run, sweep, compare and export."""
     parser = argparse.ArgumentParser(prog="tooluse-eval", description=__doc__, formatter_class=DefaultsHelpFormatter)
@@ -190,14 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=DefaultsHelpFormatter,
     )
     _common(sweep, sweep=True)
-    sweep.add_argument(
-        "--vary",
-        action="store_true",
-        help="one factor at a time: each knob's first value is the base protocol (played with --seeds), every "
-        "other value one change from it (played with --change-seeds); per change the paired difference from the "
-        "base with a 95%% bootstrap interval over tasks",
-    )
-    sweep.add_argument("--change-seeds", nargs="+", type=int, help="--vary: the changes' seeds (default: --seeds)")
+    _sweep_flags(sweep)
     cmp = sub.add_parser(
         "compare",
         help="per-category differences and per-task disagreements of two runs",
@@ -231,12 +302,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """The `tooluse-eval` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    given: dict[str, Any] = {}
+    if argv and argv[0] in ("run", "sweep"):
+        args, given = parse_run_args(argv[0], argv[1:])
+    else:
+        args = build_parser().parse_args(argv)
     try:
         quiet = args.command in ("run", "sweep") and not args.verbose
         with quiet_backends() if quiet else contextlib.nullcontext():
-            return _command(args)
+            return _command(args, given)
     except KeyboardInterrupt:
         if args.command not in ("run", "sweep"):
             print("tooluse-eval: interrupted", file=sys.stderr)
@@ -249,10 +323,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _command(args: argparse.Namespace) -> int:
+def _command(args: argparse.Namespace, given: Mapping[str, Any]) -> int:
     try:
         if args.command == "run":
-            results = run_eval(_config(args), args.out, force=args.force, progress=not args.no_progress)
+            results = run_eval(eval_config(args, given), args.out, force=args.force, progress=not args.no_progress)
             banner = failure_banner(results["summary"])
             if banner:  # above the table: a dead endpoint must not read as a score of 0
                 print(banner + "\n")
@@ -265,7 +339,7 @@ def _command(args: argparse.Namespace) -> int:
             if run_failed(results["summary"]):
                 return 1
         elif args.command == "sweep":
-            config, progress = _config(args, exclude=SWEPT), not args.no_progress
+            config, progress = eval_config(args, given), not args.no_progress
             grid = _grid(args, config)
             if args.vary:
                 seeds = args.change_seeds

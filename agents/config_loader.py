@@ -1,9 +1,11 @@
 """The one config loader: a YAML file, ``dotted.key=value`` overrides and a command's flags -> a typed dataclass.
 
-Every command that takes a config reads it here (`tooluse train`, `tooluse train prefilter`, `tooluse sft`,
-the studies): values are checked against the fields' types with the dotted key in the error
-(``grpo.group_size: expected int, got 'four'``), unknown keys are refused with the known ones, and a
-nested dataclass field whose default is an instance (e.g. `TRAIN_PROTOCOL`) takes a mapping of changes to it.
+Every command that takes a config reads it here (`tooluse eval run` and `sweep`, `tooluse train`,
+`tooluse train prefilter`, `tooluse sft`, the studies): values are checked against the fields' types with
+the dotted key in the error (``grpo.group_size: expected int, got 'four'``), unknown keys are refused with
+the known ones, a field without a default must be given, and a nested dataclass field whose default is an
+instance (e.g. `TRAIN_PROTOCOL`) takes a mapping of changes to the value it holds once the config is built:
+its default, or what the class resolves that default to (`EvalConfig.protocol` becomes the env id's knobs).
 Later sources win: the dataclass defaults, then the file, then the flags given, then the overrides.
 """
 
@@ -60,37 +62,49 @@ def from_dict(cls: type, data: Mapping[str, Any] | None, key: str = "") -> Any:
     """Build a (nested) config dataclass from plain data; unknown keys and values of the wrong type are errors.
 
     Every value is checked against its field's type; an error names the dotted key (`key` is
-    this section's, "" at the top): ``grpo.group_size: expected int, got 'four'``.
+    this section's, "" at the top): ``grpo.group_size: expected int, got 'four'``. A mapping given
+    for a field whose default is a dataclass instance changes what that field holds once the
+    config is built (so a class that resolves its default in ``__post_init__`` sees it resolved).
     """
     if data is None:
         return None
     if not isinstance(data, Mapping):
         raise ValueError(f"{key or cls.__name__}: expected a mapping of {cls.__name__} settings, got {data!r}")
-    defaults = {f.name: f.default for f in dataclasses.fields(cls) if dataclasses.is_dataclass(f.default)}
-    values = _values(cls, data, key, nested=defaults)
-    return _built(key, lambda: cls(**values))
+    fields = dataclasses.fields(cls)
+    instances = {f.name for f in fields if dataclasses.is_dataclass(f.default)}
+    changes = {k: v for k, v in data.items() if k in instances and isinstance(v, Mapping)}
+    values = _values(cls, {k: v for k, v in data.items() if k not in changes}, key)
+    missing = [
+        f.name
+        for f in fields
+        if f.init
+        and f.name not in data
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        raise ValueError(f"{_dotted(key, missing[0])}: required ({_where(key, cls)}has no default for it)")
+    built = _built(key, lambda: cls(**values))
+    if not changes:
+        return built
+    changed = {k: _changed(getattr(built, k), v, _dotted(key, k)) for k, v in changes.items()}
+    return _built(key, lambda: dataclasses.replace(built, **changed))
 
 
 def _changed(default: Any, data: Mapping[str, Any], key: str) -> Any:
-    """A field's default instance (e.g. `TRAIN_PROTOCOL`) with the values `data` gives; unknown keys are an error."""
+    """A field's value (e.g. `TRAIN_PROTOCOL`) with the values `data` gives; unknown keys are an error."""
     values = _values(type(default), data, key)
     return _built(key, lambda: dataclasses.replace(default, **values))
 
 
-def _values(cls: type, data: Mapping[str, Any], key: str, nested: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """`data`'s values converted to `cls`' field types; fields in `nested` (their default instances) take mappings."""
+def _values(cls: type, data: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """`data`'s values converted to `cls`' field types."""
     hints = typing.get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - names, key=str)
     if unknown:
         raise ValueError(f"unknown {_where(key, cls)}keys: {unknown}; known: {sorted(names)}")
-    nested = nested or {}
-    return {
-        k: _changed(nested[k], v, _dotted(key, k))
-        if k in nested and isinstance(v, Mapping)
-        else _convert(hints[k], v, _dotted(key, k))
-        for k, v in data.items()
-    }
+    return {k: _convert(hints[k], v, _dotted(key, k)) for k, v in data.items()}
 
 
 def _built(key: str, build: Callable[[], Any]) -> Any:

@@ -39,8 +39,10 @@ def episode_record(
     costs: Sequence[StepCost],
     error: AgentError | None = None,
     duration_s: float = 0.0,
-) -> dict[str, Any]:
-    """The JSON record (`tooluse_agents.runs.records.EpisodeRecord`) of an episode, from what the env returned.
+) -> EpisodeRecord:
+    """The typed record (`tooluse_agents.runs.records.EpisodeRecord`) of an episode, from what the env returned.
+
+    ``to_dict()`` is the line ``episodes.jsonl`` holds.
 
     A pure function of the reset's `info` (the task and the protocol card), the `info` of each
     step in order (its ``step_record``, and ``checker`` at the end) and what each message cost,
@@ -93,7 +95,7 @@ def episode_record(
         prompt_tokens=sum(c.prompt_tokens for c in costs),
         completion_tokens=sum(c.completion_tokens for c in costs),
         duration_s=round(duration_s, 4),
-    ).to_dict()
+    )
 
 
 def _pad(costs: Sequence[StepCost], n: int) -> list[StepCost]:

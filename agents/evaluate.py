@@ -248,8 +248,8 @@ class _Progress:
         self.tokens += sum(g.completion_tokens for g in generations)
         self._postfix()
 
-    def episode(self, record: Mapping[str, Any]) -> None:
-        self.rewards.append(float(record["reward"]))
+    def episode(self, record: EpisodeRecord) -> None:
+        self.rewards.append(record.reward)
         self.bar.update(1)
         self._postfix()
 
@@ -346,9 +346,8 @@ def _play(
         with JsonlWriter(episodes_path) as writer:
 
             def on_episode(episode: Episode) -> None:
-                record = episode.record
-                writer.write(record)
-                bar.episode(record)
+                writer.write(episode.record.to_dict())
+                bar.episode(episode.record)
 
             schedule = resolve_schedule(config.schedule, agent)
             run_rollouts(

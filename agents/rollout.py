@@ -37,6 +37,7 @@ from tooluse_agents.base import (
     StreamingAgent,
 )
 from tooluse_agents.episode import StepCost, episode_record
+from tooluse_agents.runs.records import EpisodeRecord
 from tooluse_agents.seeding import derive_seed
 
 SCHEDULES = ("auto", "async", "lockstep")
@@ -97,17 +98,18 @@ def request_for(
 
 @dataclass(frozen=True)
 class Episode:
-    """One finished episode: its record (`tooluse_agents.episode` format) and what generated each of its steps.
+    """One finished episode: its record and what generated each of its steps.
 
     Attributes:
-        record: The JSON record.
+        record: The typed record (`tooluse_agents.runs.records.EpisodeRecord`; ``to_dict()`` is its
+            ``episodes.jsonl`` line).
         generations: One per assistant step of the record, in order (a scripted agent's carry no tokens).
         checker: The env's final ``info["checker"]`` (per-turn verdicts included); None when the
             episode stopped before the env ended it.
         number: The loop's number for the episode (`AgentRequest.episode` of its requests).
     """
 
-    record: dict[str, Any]
+    record: EpisodeRecord
     generations: tuple[Generation, ...]
     checker: Mapping[str, Any] | None = None
     number: int = 0
@@ -135,6 +137,7 @@ def run_rollouts(
     schedule: str = "auto",
     on_episode: Callable[[Episode], None] | None = None,
     on_batch: Callable[[Sequence[Generation]], None] | None = None,
+    on_step: Callable[[int, Mapping[str, Any]], None] | None = None,
 ) -> list[Episode]:
     """Play every job; returns the episodes in the order they finished.
 
@@ -148,6 +151,9 @@ def run_rollouts(
         on_episode: Called with each episode as it ends (e.g. to append its record to a file).
         on_batch: Called with generations as they come back (a lockstep batch, or those an async
             poll returned; e.g. to update a progress bar).
+        on_step: Called with the episode's number (`Episode.number`) and the `info` of each of its
+            steps as the env returns it, for keys the record does not hold (a wrapper's own, e.g.
+            `CandidateActions`' ``candidate_correct``).
     """
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -186,14 +192,17 @@ def run_rollouts(
                 seed=slot.job.seed, options={"task_id": slot.job.task_id}
             )
 
+    def advance(slot: _Slot, generation: Generation) -> None:
+        _advance(slot, generation, finish, on_step)
+
     for slot in slots:
         start(slot)
     try:
         if use_async:
             assert isinstance(agent, StreamingAgent)  # resolve_schedule checked
-            _play_async(slots, agent, sampling, finish, on_batch)
+            _play_async(slots, agent, sampling, advance, on_batch)
         else:
-            _play_lockstep(slots, agent, sampling, finish, on_batch)
+            _play_lockstep(slots, agent, sampling, advance, on_batch)
     finally:
         for slot in slots:
             slot.env.close()
@@ -207,17 +216,17 @@ def _request(slot: _Slot) -> AgentRequest:
     return request_for(slot.observation, slot.reset_info, info, slot.job.seed, episode=slot.number)
 
 
-def _play_lockstep(slots, agent, sampling, finish, on_batch) -> None:
+def _play_lockstep(slots, agent, sampling, advance, on_batch) -> None:
     while active := [s for s in slots if s.job is not None]:
         requests = [_request(s) for s in active]
         generations = _generate(agent, requests, sampling)
         if on_batch is not None:
             on_batch(generations)
         for slot, generation in zip(active, generations, strict=True):
-            _advance(slot, generation, finish)
+            advance(slot, generation)
 
 
-def _play_async(slots: list[_Slot], agent: StreamingAgent, sampling, finish, on_batch) -> None:
+def _play_async(slots: list[_Slot], agent: StreamingAgent, sampling, advance, on_batch) -> None:
     """Each slot has at most one request in flight; a finished one is stepped and its next one submitted."""
     in_flight: dict[Hashable, _Slot] = {}
 
@@ -229,7 +238,7 @@ def _play_async(slots: list[_Slot], agent: StreamingAgent, sampling, finish, on_
             except Exception as e:  # a backend that raises fails these requests as data, as in lockstep
                 error = AgentError("agent_exception", f"{type(e).__name__}: {e}")
                 for slot in ready:
-                    _advance(slot, Generation(error=error), finish)
+                    advance(slot, Generation(error=error))
                 ready = [s for s in ready if s.job is not None]  # their next jobs
                 continue
             in_flight.update((id(s), s) for s in ready)
@@ -250,7 +259,7 @@ def _play_async(slots: list[_Slot], agent: StreamingAgent, sampling, finish, on_
         ready = []
         for key, generation in done:
             slot = in_flight.pop(key)
-            _advance(slot, generation, finish)
+            advance(slot, generation)
             if slot.job is not None:
                 ready.append(slot)
         if ready:
@@ -270,7 +279,12 @@ def _generate(agent: Agent, requests: list[AgentRequest], sampling: SamplingConf
     return generations
 
 
-def _advance(slot: _Slot, generation: Generation, finish: Callable[..., None]) -> None:
+def _advance(
+    slot: _Slot,
+    generation: Generation,
+    finish: Callable[..., None],
+    on_step: Callable[[int, Mapping[str, Any]], None] | None = None,
+) -> None:
     if generation.error is not None:
         finish(slot, generation.error)
         return
@@ -281,5 +295,7 @@ def _advance(slot: _Slot, generation: Generation, finish: Callable[..., None]) -
         finish(slot, AgentError("env_error", f"{type(e).__name__}: {e}"))
         return
     slot.infos.append(info)
+    if on_step is not None:
+        on_step(slot.number, info)
     if terminated or truncated:
         finish(slot)

@@ -155,8 +155,8 @@ def build_examples(config: SFTConfig, tokenizer: Any) -> list[Example]:
     )
     examples: list[Example] = []
     for episode in episodes:
-        task_id = episode.record["task_id"]
-        if episode.record["reward"] != 1.0:
+        task_id = episode.record.task_id
+        if episode.record.reward != 1.0:
             raise RuntimeError(f"the ground truth of {task_id} does not replay to reward 1.0")
         for step, generation in enumerate(episode.generations):
             assert generation.prompt_token_ids is not None and generation.token_ids is not None

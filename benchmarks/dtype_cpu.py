@@ -58,7 +58,7 @@ def _rollouts(dtype: str, episodes: int, num_envs: int, max_tokens: int) -> dict
         start = time.perf_counter()
         records = [e.record for e in run_rollouts(make_env, agent, jobs, sampling=sampling, num_envs=n)]
         seconds = time.perf_counter() - start
-        tokens = sum(r["tokens"]["completion"] for r in records)
+        tokens = sum(r.completion_tokens for r in records)
         out[name] = {
             "num_envs": n,
             "seconds": round(seconds, 2),

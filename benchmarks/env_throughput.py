@@ -105,10 +105,7 @@ def oracle_scripts(task_ids: list[str]) -> dict[str, list[str]]:
 
     oracle = make_agent(BackendSpec(backend="oracle"))
     episodes = run_rollouts(make_env, oracle, jobs, sampling=SamplingConfig(), num_envs=1, schedule="lockstep")
-    return {
-        e.record["task_id"]: [step["assistant"] for turn in e.record["turns"] for step in turn["steps"]]
-        for e in episodes
-    }
+    return {e.record.task_id: [step.assistant for step in e.record.steps] for e in episodes}
 
 
 def _ours(decoder: str, fresh_envs: bool, scripts: dict[str, list[str]]) -> Callable[[str], bool]:

@@ -45,6 +45,7 @@ from tooluse_agents.base import SamplingConfig
 from tooluse_agents.dtypes import machine
 from tooluse_agents.evaluate import eval_task_ids
 from tooluse_agents.rollout import RolloutJob, run_rollouts
+from tooluse_agents.runs.records import EpisodeRecord
 from tooluse_gym.envs import SCENARIO_ID
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,8 +61,8 @@ def _make_env_factory(tasks):
     return make_env
 
 
-def _fingerprint(record) -> str:
-    return json.dumps([[s["assistant"] for s in t["steps"]] for t in record["turns"]]) + f"/{record['reward']}"
+def _fingerprint(record: EpisodeRecord) -> str:
+    return json.dumps([[s.assistant for s in t.steps] for t in record.turns]) + f"/{record.reward}"
 
 
 class _MetricsPoller:
@@ -111,16 +112,16 @@ def _pass(agent, make_env, jobs, sampling, num_envs, schedule, poller_url=None):
         episodes = run_rollouts(make_env, agent, jobs, sampling=sampling, num_envs=num_envs, schedule=schedule)
     seconds = time.perf_counter() - start
     records = [e.record for e in episodes]
-    steps = [s for r in records for t in r["turns"] for s in t["steps"]]
-    tokens = sum(s["completion_tokens"] for s in steps)
+    steps = [s for r in records for s in r.steps]
+    tokens = sum(s.completion_tokens for s in steps)
     result = {
         "schedule": schedule,
         "seconds": round(seconds, 2),
         "completion_tokens": tokens,
         "tok_per_s": round(tokens / seconds, 2),
         "messages": len(steps),
-        "messages_at_cap": sum(s["completion_tokens"] >= sampling.max_tokens for s in steps),
-        "errors": sum(r["error"] is not None for r in records),
+        "messages_at_cap": sum(s.completion_tokens >= sampling.max_tokens for s in steps),
+        "errors": sum(r.error is not None for r in records),
     }
     if stats is not None:
         engine_steps = stats["engine_steps"] - before["engine_steps"]
@@ -128,7 +129,7 @@ def _pass(agent, make_env, jobs, sampling, num_envs, schedule, poller_url=None):
         result["mean_in_flight"] = round((stats["in_flight_sum"] - before["in_flight_sum"]) / max(engine_steps, 1), 2)
     if poller:
         result["mean_running"] = poller.mean_busy()
-    return result, {(r["task_id"], r["seed"]): _fingerprint(r) for r in records}
+    return result, {(r.task_id, r.seed): _fingerprint(r) for r in records}
 
 
 def _study(agent, tasks, args, poller_url=None):

@@ -56,7 +56,7 @@ def main() -> None:
         start = time.perf_counter()
         records = [e.record for e in run_rollouts(make_env, agent, jobs, sampling=sampling, num_envs=num_envs)]
         seconds = time.perf_counter() - start
-        tokens = sum(r["tokens"]["completion"] for r in records)
+        tokens = sum(r.completion_tokens for r in records)
         rates[name] = tokens / seconds
         print(
             f"{name:<10} num_envs={num_envs:<2} episodes={len(records)} completion tokens={tokens} "

@@ -5,7 +5,9 @@
 
 Each algorithm is trained on the train split's scenarios wrapped in `CandidateActions` (a
 `Discrete(K)` choice among candidate messages, see its docstring for what that setting leaks),
-then played on the held-out split with the official terminal reward. Episodes are written
+then played on the held-out split with the official terminal reward, through the one rollout loop
+(`tooluse_agents.rollout.run_rollouts`, the policy as its agent: `PolicyAgent`); SB3 owns its
+training loop (``learn``), which reads only what ``step`` returns. Episodes are written
 as ``episodes.jsonl`` records and summarized by `tooluse_agents.runs.results`, the evaluation harness's
 format and aggregation, so the table reads like ``tooluse-eval``'s; ``--llm-results`` adds
 rows from ``tooluse-eval`` ``results.json`` files of text agents on the same split.
@@ -36,8 +38,9 @@ from stable_baselines3.dqn.policies import DQNPolicy
 from torch import nn
 
 import tooluse_gym  # noqa: F401  (registers the env ids)
-from tooluse_agents.episode import episode_record
+from tooluse_agents.base import AgentRequest, Generation, SamplingConfig
 from tooluse_agents.integrations.chat_episode import task_ids_of
+from tooluse_agents.rollout import RolloutJob, run_rollouts
 from tooluse_agents.runs.jsonl import JsonlWriter
 from tooluse_agents.runs.results import format_table, summarize
 from tooluse_gym.envs import SCENARIO_ID
@@ -210,25 +213,53 @@ def random_policy(num_candidates: int, seed: int) -> Policy:
     return lambda obs: int(rng.integers(num_candidates))
 
 
+class PolicyAgent:
+    """A classic-RL policy as an agent of the one rollout loop (`tooluse_agents.rollout.run_rollouts`).
+
+    Each request's observation is `CandidateActions`' feature vector; a generation's text is the
+    number of the candidate the policy picks (`CandidateActions.step` takes ``int(action)``), so
+    the episode's record holds the candidate message the wrapper sent.
+    """
+
+    def __init__(self, policy: Policy, identity: dict[str, Any]):
+        self.policy, self.identity, self.name = policy, dict(identity), str(identity["name"])
+
+    def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
+        return [Generation(text=str(self.policy(np.asarray(r.observation)))) for r in requests]
+
+    def describe(self) -> dict[str, Any]:
+        return dict(self.identity)
+
+    def close(self) -> None:
+        pass
+
+
 def play(
-    env: CandidateActions, policy: Policy, task_ids: Sequence[str], seed: int, agent: dict[str, Any]
+    make_env: Callable[[], gym.Env], policy: Policy, task_ids: Sequence[str], seed: int, agent: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    """One episode per task with the official terminal reward; episode records plus ``candidate_accuracy``."""
+    """One episode per task with the official terminal reward; episode records plus ``candidate_accuracy``.
+
+    The episodes are played one at a time in task order (a random policy draws its picks in that order).
+    """
+    picks: dict[int, list[bool]] = {}
+
+    def on_step(number: int, info: Any) -> None:
+        picks.setdefault(number, []).append(bool(info["candidate_correct"]))
+
+    episodes = run_rollouts(
+        make_env,
+        PolicyAgent(policy, agent),
+        [RolloutJob(task_id, seed) for task_id in task_ids],
+        sampling=SamplingConfig(),
+        num_envs=1,
+        schedule="lockstep",
+        on_step=on_step,
+    )
     records = []
-    for task_id in task_ids:
-        start = time.perf_counter()
-        obs, reset_info = env.reset(seed=seed, options={"task_id": task_id})
-        picks, infos = [], []
-        while True:
-            obs, _, terminated, truncated, info = env.step(policy(obs))
-            picks.append(info["candidate_correct"])
-            infos.append(info)
-            if terminated or truncated:
-                break
-        record = episode_record(
-            reset_info, infos, seed=seed, agent=agent, costs=[], duration_s=time.perf_counter() - start
-        )
-        record["candidate_accuracy"] = sum(picks) / len(picks)
+    for episode in episodes:
+        record = episode.record.to_dict()
+        chosen = picks.get(episode.number, [])
+        record["candidate_accuracy"] = sum(chosen) / len(chosen) if chosen else 0.0
         records.append(record)
     return records
 
@@ -239,6 +270,10 @@ def evaluate_algorithm(config: BaselineConfig, algorithm: str, out: Path, log: C
     folder.mkdir(parents=True, exist_ok=True)
     heldout = make_candidate_env(config.heldout, config.candidates(), **config.protocol.to_dict())
     task_ids = task_ids_of(heldout)
+
+    def make_heldout() -> gym.Env:
+        return make_candidate_env(config.heldout, config.candidates(), **config.protocol.to_dict())
+
     records, train_s = [], []
     for seed in config.seeds:
         agent: dict[str, Any] = {"name": algorithm, "seed": seed}
@@ -256,7 +291,7 @@ def evaluate_algorithm(config: BaselineConfig, algorithm: str, out: Path, log: C
             )
             log(f"{algorithm} seed {seed}: trained {config.timesteps} steps in {train_s[-1]:.0f} s")
             policy = model_policy(model)
-        records += play(heldout, policy, task_ids, seed, agent)
+        records += play(make_heldout, policy, task_ids, seed, agent)
     with JsonlWriter(folder / "episodes.jsonl") as writer:
         for record in records:
             writer.write(record)

@@ -37,6 +37,7 @@ from tooluse_agents.dtypes import DTYPE_HELP, DTYPES
 from tooluse_agents.grpo.advantages import ALL_CORRECT, ALL_WRONG, MIXED, group_outcome
 from tooluse_agents.grpo.config import TrainConfig, load_config
 from tooluse_agents.grpo.tasks import TaskPool, env_factory, load_pool, prompts_for
+from tooluse_agents.runs.records import EpisodeRecord
 
 KIND = "tooluse-gym prefilter"
 """The ``kind`` every keep list carries."""
@@ -108,7 +109,7 @@ def prefilter(
     samples: int = 8,
     min_correct: int = 1,
     pool: TaskPool | None = None,
-    episodes: list[Mapping[str, Any]] | None = None,
+    episodes: list[EpisodeRecord] | None = None,
 ) -> KeepList:
     """Roll out `agent` `samples` times on each prompt of `config` (or of `pool`); keep the solved ones.
 
@@ -142,13 +143,13 @@ def prefilter(
     )
     top = config.filter.max_reward
     solved = {pid: sum(1 for r in groups[pid] if r.reward >= top) for pid in ids}
-    first = next((r.record for g in groups.values() for r in g), {})
+    first = next((r.record for g in groups.values() for r in g), None)
     settings = {
         "agent": agent.describe(),
         "tasks": dataclasses.asdict(dataclasses.replace(config.tasks, keep_list=None)),
         "pool": prompts.label,
         "mode": mode,
-        "protocol": first.get("protocol"),
+        "protocol": dict(first.protocol) if first is not None else None,
         "sampling": dataclasses.asdict(sampling),
         "seed": config.seed,
     }
@@ -226,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError, OSError) as e:
         print(f"tooluse-train prefilter: {e}", file=sys.stderr)
         return 2
-    records: list[Mapping[str, Any]] = []
+    records: list[EpisodeRecord] = []
     try:
         keep = prefilter(config, agent, samples=args.samples, min_correct=args.min_correct, episodes=records)
     except ValueError as e:
@@ -240,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         with JsonlWriter(args.episodes) as writer:
             for record in records:
-                writer.write(record)
+                writer.write(record.to_dict())
     print(json.dumps(keep.counts()))
     print(f"keep list: {args.out}", file=sys.stderr)
     return 0

@@ -9,14 +9,14 @@ carry no tokens and no loss.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import gymnasium as gym
 
 from tooluse_agents.base import Agent, Generation, SamplingConfig
 from tooluse_agents.rollout import Episode, RolloutJob, run_rollouts
+from tooluse_agents.runs.records import EpisodeRecord
 from tooluse_agents.scripted import ScriptedTurns, before_last_turn
 from tooluse_agents.seeding import derive_seed
 
@@ -40,14 +40,14 @@ class Rollout:
         member: Index of the rollout in its group.
         reward: Terminal reward.
         steps: The policy's messages in order (scripted oracle messages are not included).
-        record: The episode record (`tooluse_agents.episode` format).
+        record: The episode record.
     """
 
     prompt_id: str
     member: int
     reward: float
     steps: tuple[StepTokens, ...]
-    record: Mapping[str, Any]
+    record: EpisodeRecord
 
     @property
     def completion_tokens(self) -> int:
@@ -62,7 +62,7 @@ def policy_steps(episode: Episode) -> tuple[StepTokens, ...]:
         if g.error is not None or not g.token_ids:
             continue
         if g.prompt_token_ids is None:
-            raise ValueError(f"the {episode.record['agent'].get('name')} agent returned no prompt_token_ids")
+            raise ValueError(f"the {episode.record.agent.get('name')} agent returned no prompt_token_ids")
         steps.append(StepTokens(tuple(g.prompt_token_ids), tuple(g.token_ids)))
     return tuple(steps)
 
@@ -99,9 +99,8 @@ def play_groups(
     groups: dict[str, list[Rollout]] = {pid: [] for pid in prompt_ids}
     for episode in episodes:
         record = episode.record
-        pid = record["task_id"]
-        member = owner[(pid, record["seed"])]
-        groups[pid].append(Rollout(pid, member, float(record["reward"]), policy_steps(episode), record))
+        member = owner[(record.task_id, record.seed)]
+        groups[record.task_id].append(Rollout(record.task_id, member, record.reward, policy_steps(episode), record))
     for group in groups.values():
         group.sort(key=_member)
     return groups

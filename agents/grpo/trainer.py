@@ -290,7 +290,7 @@ class GRPOTrainer:
             for r in group:
                 advantage, used = marks[(pid, r.member)]
                 train = {"step": self.step, "epoch": self.epoch, "member": r.member, "advantage": advantage}
-                self.files.episode({**r.record, "train": {**train, "used": used}})
+                self.files.episode({**r.record.to_dict(), "train": {**train, "used": used}})
         if self.heldout is not None and self._eval_due(before_s):
             record[EVAL_KEY] = self._evaluate()
         self.files.metrics(MetricsRecord.from_dict(record))
@@ -329,7 +329,7 @@ class GRPOTrainer:
         reward = sum(rewards) / len(rewards)
         for g in groups.values():
             for r in g:
-                self.files.eval_episode({**r.record, "eval_step": self.step})
+                self.files.eval_episode({**r.record.to_dict(), "eval_step": self.step})
         eval_s = self._slowest(time.perf_counter() - start)[0][0]
         self.files.eval(eval_metrics(self.step, self.epoch, reward, len(rewards), train_s=self.elapsed, eval_s=eval_s))
         return reward

@@ -69,6 +69,7 @@ import gymnasium as gym
 
 from tooluse_agents.base import Agent, AgentError, AgentRequest, Generation, SamplingConfig, chat_prompt
 from tooluse_agents.rollout import Episode, RolloutJob, run_rollouts
+from tooluse_agents.runs.records import EpisodeRecord
 from tooluse_agents.scripted import ScriptedTurns
 from tooluse_gym.envs.knobs import check_choice
 
@@ -102,19 +103,19 @@ class EpisodeTokens:
     completion_ids: tuple[int, ...]
     logprobs: tuple[float, ...]
     env_mask: tuple[int, ...]
-    record: Mapping[str, Any]
+    record: EpisodeRecord
     checker: Mapping[str, Any] | None
     untrained: int = 0
 
     @property
     def reward(self) -> float:
         """The episode's reward: 1.0 when the checker marked it valid and it ended without error, else 0.0."""
-        return float(self.record["reward"])
+        return self.record.reward
 
     @property
-    def error(self) -> Mapping[str, str] | None:
+    def error(self) -> Mapping[str, Any] | None:
         """Why the episode stopped before the env ended it (``type`` and ``message``), or None."""
-        return self.record["error"]
+        return self.record.error
 
 
 @dataclass

@@ -176,7 +176,7 @@ def trl_fields(episodes: Sequence[EpisodeTokens], eos_token_id: int) -> dict[str
         out["tooluse_checker"].append(None if episode.checker is None else dict(episode.checker))
         out["tooluse_error"].append(episode.error)
         out["tooluse_untrained"].append(episode.untrained)
-        out["tooluse_episode"].append(dict(episode.record))
+        out["tooluse_episode"].append(episode.record.to_dict())
     return out
 
 

@@ -427,3 +427,73 @@ def test_single_turn_categories_run_on_the_single_turn_env(tmp_path, capsys):
     assert "evaluate them as two runs" in capsys.readouterr().err and not (tmp_path / "mixed").exists()
     assert main(["export", "--format", "bfcl", str(out), str(tmp_path / "bfcl")]) != 0
     assert "12 BFCL single-turn episodes skipped" in capsys.readouterr().err
+
+
+def test_a_config_file_then_the_flags_given_then_key_value_overrides(tmp_path):
+    from tooluse_agents.cli import eval_config, parse_run_args
+    from tooluse_agents.evaluate import EvalConfig
+    from tooluse_gym.envs.knobs import Knobs
+
+    path = tmp_path / "eval.yaml"
+    path.write_text(
+        "agent: oracle\nscenarios: [s.yaml]\nseeds: [1, 2]\nnum_envs: 3\n"
+        "protocol: {template: context}\nsampling: {temperature: 0}\n"
+    )
+
+    def config(*argv, command="run"):
+        return eval_config(*parse_run_args(command, [*argv, "--out", "x"]))
+
+    from_file = config("--config", str(path))
+    assert (from_file.agent, from_file.scenarios, from_file.seeds, from_file.num_envs) == (
+        "oracle",
+        ("s.yaml",),
+        (1, 2),
+        3,
+    )
+    assert from_file.sampling.temperature == 0.0
+    # the file's knobs change the env id's defaults (lenient for scenarios), not the multi-turn ones
+    assert from_file.protocol == Knobs(template="context", decoder="lenient")
+    # a flag given wins over the file even at its default value; a flag left out leaves the file's value
+    layered = config("--config", str(path), "--temperature", "0.7", "--decoder", "bfcl", "--seeds", "5")
+    assert (layered.sampling.temperature, layered.protocol.decoder, layered.seeds) == (0.7, "bfcl", (5,))
+    assert (layered.num_envs, layered.protocol.template) == (3, "context")
+    # overrides win over both, and may come between the options
+    top = config("num_envs=1", "--config", str(path), "--num-envs", "2", "protocol.reasoning=strip", "seeds=[7]")
+    assert (top.num_envs, top.protocol.reasoning, top.protocol.template, top.seeds) == (1, "strip", "context", (7,))
+    # without --config the flags alone make the config they always made
+    assert config("--agent", "oracle", "--limit", "2") == EvalConfig(agent="oracle", limit=2)
+    # a sweep's knob flags are its grid; the file's knobs are its base protocol
+    sweep = config("--config", str(path), "--template", "native", "context", command="sweep")
+    assert sweep.protocol == Knobs(template="context", decoder="lenient")
+    for argv, error in (
+        (["--config", str(path), "sampling.temperature=hot"], "sampling.temperature: expected float, got 'hot'"),
+        (["--config", str(path), "seeds=three"], "seeds: expected list of int, got 'three'"),
+        (["--config", str(path), "protocol.tempalte=native"], "unknown protocol (Knobs) keys: ['tempalte']"),
+        (["--config", str(path), "protocol.template=ctx"], "protocol: template must be one of 'native', 'context'"),
+        (["--config", str(path), "nmu_envs=2"], "unknown EvalConfig keys: ['nmu_envs']"),
+        (["--limit", "2"], "the following arguments are required: --agent (or agent: in --config)"),
+    ):
+        with pytest.raises(ValueError) as caught:
+            config(*argv)
+        assert str(caught.value).startswith(error), (argv, str(caught.value))
+    (tmp_path / "no_agent.yaml").write_text("limit: 2\n")
+    with pytest.raises(ValueError, match=r"^agent: required \(EvalConfig has no default for it\)"):
+        config("--config", str(tmp_path / "no_agent.yaml"))
+
+
+def test_eval_run_plays_what_its_config_file_says(tmp_path, capsys):
+    path = tmp_path / "eval.yaml"
+    path.write_text("agent: oracle\ntask_ids: [multi_turn_base_0, multi_turn_base_1]\nseeds: [4]\n")
+    out = tmp_path / "from_file"
+    assert run("run", "--config", str(path), "num_envs=1", "--out", str(out)) == 0
+    stored = json.loads((out / "run.json").read_text())
+    assert (stored["task_ids"], stored["seeds"], stored["num_envs"]) == (
+        ["multi_turn_base_0", "multi_turn_base_1"],
+        [4],
+        1,
+    )
+    assert json.loads((out / "results.json").read_text())["summary"]["episodes"] == 2
+    capsys.readouterr()
+    assert run("run", "--config", str(path), "sampling.max_tokens=many", "--out", str(tmp_path / "bad")) == 2
+    assert "tooluse-eval: error: sampling.max_tokens: expected int, got 'many'" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()

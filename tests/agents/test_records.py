@@ -66,8 +66,10 @@ def test_a_real_episode_round_trips():
         sampling=SamplingConfig(),
         num_envs=1,
     )
-    record = EpisodeRecord.from_dict(episode.record)
-    assert record.to_dict() == episode.record and record.reward == 1.0 and record.schema_version == SCHEMA_VERSION
+    record = episode.record
+    assert isinstance(record, EpisodeRecord)  # the loop hands out the typed record; its line reads back equal
+    assert EpisodeRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
+    assert record.reward == 1.0 and record.schema_version == SCHEMA_VERSION
     assert any(t.held_out for t in record.turns) and record.error_type is None
     assert len(episode.generations) == len(record.steps)  # one generation per step travels with the record
 

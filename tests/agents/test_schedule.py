@@ -53,7 +53,7 @@ def _make_env():
 def _play(agent, schedule, num_envs, seeds=(0, 1, 2)):
     jobs = [RolloutJob(t, s) for s in seeds for t in TASKS]
     episodes = run_rollouts(_make_env, agent, jobs, sampling=SAMPLING, num_envs=num_envs, schedule=schedule)
-    return sorted((_strip(e.record) for e in episodes), key=lambda r: (r["task_id"], r["seed"]))
+    return sorted((_strip(e.record.to_dict()) for e in episodes), key=lambda r: (r["task_id"], r["seed"]))
 
 
 def _strip(record):
@@ -118,7 +118,7 @@ def test_a_backend_that_raises_in_async_is_recorded_on_each_episode():
     jobs = [RolloutJob(t, 0) for t in TASKS]
     episodes = run_rollouts(_make_env, Broken(), jobs, sampling=SAMPLING, num_envs=2, schedule="async")
     assert len(episodes) == len(TASKS)
-    errors = [e.record["error"] for e in episodes]
+    errors = [e.record.error for e in episodes]
     assert all(err["type"] == "agent_exception" and "engine died" in err["message"] for err in errors)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import warnings
 
@@ -10,7 +9,7 @@ import gymnasium as gym
 import pytest
 
 from tests.scripted import END_OF_TURN
-from tooluse_agents.cli import _common, _config
+from tooluse_agents.cli import eval_config, parse_run_args, run_parser
 from tooluse_agents.evaluate import PROTOCOL_KNOBS
 from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL, env_factory
 from tooluse_agents.knob_flags import SWEPT, given_knobs
@@ -23,19 +22,17 @@ MISS_FUNC_47 = "multi_turn_miss_func_47"
 
 
 def test_the_cli_offers_every_knob_with_its_values_and_resolves_unset_ones_to_the_env_ids_defaults():
-    parser = argparse.ArgumentParser()
-    _common(parser, sweep=False)
-    args = parser.parse_args(["--agent", "oracle", "--out", "x"])
+    parser = run_parser("run")
+    args, given = parse_run_args("run", ["--agent", "oracle", "--out", "x"])
     flags = {a.dest: a for a in parser._actions}
     assert set(Knobs.names()) <= set(flags)  # one flag per knob, --validate-args included
     for knob, choices in CHOICES.items():
         assert tuple(flags[knob].choices) == choices, knob
     assert given_knobs(args) == {}  # unset: the env id's defaults
-    assert _config(args).protocol == Knobs()
-    scenario = parser.parse_args(["--agent", "oracle", "--out", "x", "--scenarios", "s.yaml", "--no-validate-args"])
-    assert _config(scenario).protocol == Knobs(decoder="lenient", validate_args=False)
-    sweep = argparse.ArgumentParser()
-    _common(sweep, sweep=True)
+    assert eval_config(args, given).protocol == Knobs()
+    scenario = parse_run_args("run", ["--agent", "oracle", "--out", "x", "--scenarios", "s.yaml", "--no-validate-args"])
+    assert eval_config(*scenario).protocol == Knobs(decoder="lenient", validate_args=False)
+    sweep = run_parser("sweep")
     swept = {a.dest: a.nargs for a in sweep._actions if a.dest in Knobs.names()}
     assert {k for k, nargs in swept.items() if nargs == "+"} == set(SWEPT)
     assert set(PROTOCOL_KNOBS) == {f.name for f in dataclasses.fields(Knobs)}

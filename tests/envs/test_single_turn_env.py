@@ -154,10 +154,10 @@ def test_step_info_and_episode_record():
     assert info["turn_verdict"]["valid"] is False
     assert info["step_record"].calls[0].name == "calculate_triangle_area"
     record = episode_record(reset_info, [info], seed=0, agent={"name": "test"}, costs=[])
-    json.dumps(record)
-    assert record["reward"] == 0.0 and record["category"] == "simple_python"
-    assert record["checker"]["error_type"] == "simple_function_checker:missing_required"
-    assert record["turns"][0]["steps"][0]["assistant"] == "[calculate_triangle_area(base=10)]"
+    json.dumps(record.to_dict())
+    assert record.reward == 0.0 and record.category == "simple_python"
+    assert record.checker is not None and record.checker["error_type"] == "simple_function_checker:missing_required"
+    assert record.turns[0].steps[0].assistant == "[calculate_triangle_area(base=10)]"
     with pytest.raises(gym.error.ResetNeeded):
         env.step("[f()]")
 
@@ -171,8 +171,8 @@ def test_rollout_loop_plays_it_with_the_oracle():
         sampling=SamplingConfig(temperature=0.0),
         num_envs=2,
     )
-    assert sorted(e.record["task_id"] for e in episodes) == sorted(j.task_id for j in jobs)
-    assert all(e.record["reward"] == 1.0 for e in episodes)
+    assert sorted(e.record.task_id for e in episodes) == sorted(j.task_id for j in jobs)
+    assert all(e.record.reward == 1.0 for e in episodes)
 
 
 def test_render_ansi():

@@ -213,7 +213,7 @@ def token_rollout() -> dict[str, Any]:
                     "completion_ids": [len(e.completion_ids), digest(e.completion_ids)],
                     "logprobs": digest(e.logprobs),
                     "env_mask": [sum(e.env_mask), digest(e.env_mask)],
-                    "record": dict(e.record),
+                    "record": e.record.to_dict(),
                     "checker": e.checker,
                     "untrained": e.untrained,
                 }

@@ -49,13 +49,14 @@ def test_the_command_keeps_what_the_oracle_solves_and_a_run_trains_on_it(tmp_pat
 
 def test_the_tiny_model_keeps_the_prompts_it_solves_at_least_once(tiny_model, tmp_path):
     from tooluse_agents.evaluate import EvalConfig, make_agent
+    from tooluse_agents.runs.records import EpisodeRecord
 
     config = _config(tiny_model, tmp_path / "unused", "rollout.num_envs=8")
     agent = make_agent(EvalConfig(agent="hf", model=str(tiny_model)))
-    records: list = []
+    records: list[EpisodeRecord] = []
     keep = prefilter(config, agent, samples=8, pool=pool(), episodes=records)
     assert len(records) == 16 and keep.samples == 8
-    solved = {pid: sum(r["reward"] == 1.0 for r in records if r["task_id"] == pid) for pid in keep.solved}
+    solved = {pid: sum(r.reward == 1.0 for r in records if r.task_id == pid) for pid in keep.solved}
     assert keep.solved == solved and set(solved) == {"add_2_3@turn1", "mul_4_5@turn1"}
     assert keep.kept == tuple(pid for pid, k in solved.items() if k >= 1)
     assert keep.counts()["prompts"] == 2 and keep.counts()["kept"] == len(keep.kept)

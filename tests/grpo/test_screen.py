@@ -97,5 +97,5 @@ def test_members_played_in_parts_have_the_seeds_of_the_whole_group():
 
     whole, first, rest = play(), play(range(2)), play(range(2, 4))
     assert [r.member for r in first + rest] == [0, 1, 2, 3]
-    assert [r.record["seed"] for r in first + rest] == [r.record["seed"] for r in whole]
-    assert [r.record["seed"] for r in whole] == [derive_seed("grpo", 3, 7, "add_2_3@turn1", m) for m in range(4)]
+    assert [r.record.seed for r in first + rest] == [r.record.seed for r in whole]
+    assert [r.record.seed for r in whole] == [derive_seed("grpo", 3, 7, "add_2_3@turn1", m) for m in range(4)]

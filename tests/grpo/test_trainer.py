@@ -94,16 +94,16 @@ def test_only_generated_tokens_are_samples(tiny_model):
         num_envs=3,
     )
     for rollout in groups["add_2_3@turn1"]:
-        turns = rollout.record["turns"]
-        assert turns[0]["steps"][0]["assistant"] == "Done."  # the oracle's scripted turn: no tokens recorded
-        model_steps = turns[1]["steps"]
+        turns = rollout.record.turns
+        assert turns[0].steps[0].assistant == "Done."  # the oracle's scripted turn: no tokens recorded
+        model_steps = turns[1].steps
         assert len(rollout.steps) == len(model_steps) >= 1
         for tokens, step in zip(rollout.steps, model_steps, strict=True):
-            assert tokenizer.decode(tokens.completion_ids, skip_special_tokens=True) == step["assistant"]
+            assert tokenizer.decode(tokens.completion_ids, skip_special_tokens=True) == step.assistant
             prompt = tokenizer.decode(tokens.prompt_ids)
             assert prompt.endswith("<|im_start|>assistant\n") and "Add 2 and 3." in prompt and "Done." in prompt
         if len(model_steps) > 1:  # the tool result is part of the next prompt, never of a completion
-            result = model_steps[0]["results"][0]
+            result = model_steps[0].results[0]
             assert result in tokenizer.decode(rollout.steps[1].prompt_ids)
             assert result not in tokenizer.decode(rollout.steps[1].completion_ids)
 

@@ -101,13 +101,13 @@ def test_the_verdict_is_the_envs_whoever_drives_it(tokenizer, category, task_id,
     assert (episode.reward, episode.checker) == (reward, checker)
     assert reward == (1.0 if write is oracle else 0.0)
     assert episode.error is None and episode.untrained == 0
-    assert episode.record["seed"] == SEED and episode.record["task_id"] == task_id
+    assert episode.record.seed == SEED and episode.record.task_id == task_id
     # the policy's tokens are its messages, each closed by the stop token; the env wrote everything else
     assert len(episode.completion_ids) == len(episode.env_mask) == len(episode.logprobs)
     assert tokenizer.decode(spans(episode, 1)) == "".join(text + END for text in sent)
     assert all(lp == 0.0 for lp, m in zip(episode.logprobs, episode.env_mask, strict=True) if m == 0)
     env_text = tokenizer.decode(spans(episode, 0))
-    results = [r for turn in episode.record["turns"] for step in turn["steps"] for r in step["results"]]
+    results = [r for step in episode.record.steps for r in step.results]
     assert all(r in env_text for r in results)
     assert "<|im_start|>user" in env_text  # the next user turns are env text too
     # the whole sequence spells the env's own rendering of the finished conversation
@@ -175,7 +175,7 @@ def test_an_episode_out_of_room_is_a_recorded_failure(tokenizer):
         [env], [RolloutJob(task_id, SEED)], tokenizer, as_policy(tokenizer, oracle), max_completion_length=limit
     )
     assert episode.reward == 0.0 and episode.checker is None
-    assert episode.error["type"] == "max_completion_length" and episode.record["error"] == episode.error
+    assert episode.error["type"] == "max_completion_length" and episode.record.error == episode.error
     assert 0 < len(episode.completion_ids) <= limit
     [roomy] = play([env], [RolloutJob(task_id, SEED)], tokenizer, as_policy(tokenizer, oracle), max_context=10**6)
     assert roomy.reward == 1.0 and len(roomy.completion_ids) > limit

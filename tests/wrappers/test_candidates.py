@@ -189,3 +189,30 @@ def test_ppo_learns_above_random_on_a_small_task_set():
     trained = _choice_accuracy(_env(task_ids=tasks), model_policy(model), tasks, seeds)
     chance = _choice_accuracy(_env(task_ids=tasks), lambda obs: int(rng.integers(K)), tasks, seeds)
     assert trained > chance + 0.12, (trained, chance)
+
+
+def test_the_sb3_driver_plays_its_policies_through_the_one_rollout_loop():
+    pytest.importorskip("stable_baselines3")
+    from experiments.sb3_baselines import PolicyAgent, play
+
+    envs: list[CandidateActions] = []
+
+    def make_env():
+        envs.append(_env())
+        return envs[-1]
+
+    def right(obs):  # reads the answer the way only a test may (`answer_index`)
+        return envs[-1].answer_index
+
+    def wrong(obs):
+        return (envs[-1].answer_index + 1) % K
+
+    agent = {"name": "test", "seed": 3}
+    solved = play(make_env, right, TASKS[:2], 3, agent)
+    assert [r["task_id"] for r in solved] == TASKS[:2] and len(envs) == 1  # in task order, one env per call
+    assert all(r["reward"] == 1.0 and r["candidate_accuracy"] == 1.0 and r["seed"] == 3 for r in solved)
+    assert all(r["agent"] == agent and r["error"] is None and r["turns"][0]["steps"] for r in solved)
+    assert solved[0]["protocol"]["extra"]["candidate_actions"]  # the wrapper's card, from the reset's info
+    failed = play(make_env, wrong, TASKS[:1], 3, agent)
+    assert failed[0]["reward"] == 0.0 and failed[0]["candidate_accuracy"] == 0.0
+    assert PolicyAgent(wrong, agent).describe() == agent
