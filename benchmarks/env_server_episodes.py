@@ -61,10 +61,7 @@ def oracle_episodes(count: int, category: str = "all") -> list[Episode]:
     played = run_rollouts(
         lambda: make_env(category), oracle, jobs, sampling=SamplingConfig(), num_envs=1, schedule="lockstep"
     )
-    scripts = {
-        (e.record["task_id"], e.record["seed"]): tuple(s["assistant"] for t in e.record["turns"] for s in t["steps"])
-        for e in played
-    }
+    scripts = {(e.record.task_id, e.record.seed): tuple(s.assistant for s in e.record.steps) for e in played}
     return [Episode(i, job.task_id, job.seed, scripts[(job.task_id, job.seed)]) for i, job in enumerate(jobs)]
 
 
