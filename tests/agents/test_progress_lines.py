@@ -8,6 +8,7 @@ from tooluse_agents.base import Generation
 from tooluse_agents.cli import QUIET_ENV, main
 from tooluse_agents.evaluate import _Progress
 from tooluse_agents.load_progress import load_bars
+from tooluse_agents.runs.records import EpisodeRecord
 
 ONE_TASK = ["--categories", "base", "--limit", "1", "--seeds", "0"]
 
@@ -30,7 +31,7 @@ def test_an_agent_that_counts_tokens_shows_its_rate():
     bar.batch([Generation(text="x", completion_tokens=0)])
     assert bar.bar.postfix == "acc 0.0%"
     bar.batch([Generation(text="x", completion_tokens=12)])
-    bar.episode({"reward": 1.0})
+    bar.episode(EpisodeRecord(task_id="multi_turn_base_0", reward=1.0))
     assert bar.bar.postfix.startswith("acc 100.0% | ") and bar.bar.postfix.endswith(" tok/s")
     bar.close()
 
