@@ -161,3 +161,7 @@ def cases(task: SingleTurnTask, *, full: bool = True) -> Iterator[tuple[str, Cal
     yield from _call_cases(task, reference, 0)
     if len(reference) > 1:
         yield from _call_cases(task, reference, len(reference) - 1)
+
+
+UNWRITTEN_AS_JAVA_TEXT = ("simple_java_1", "simple_java_35", "simple_java_67", "simple_java_68", "simple_java_85")
+"""Java entries whose reference answer the Python-text writer cannot write as Java text BFCL parses back."""

@@ -9,7 +9,7 @@ import gymnasium as gym
 import pytest
 
 import tooluse_gym  # noqa: F401  (registers the ids)
-from tests.single_turn_cases import message
+from tests.single_turn_cases import UNWRITTEN_AS_JAVA_TEXT, message
 from tooluse_agents.base import SamplingConfig
 from tooluse_agents.episode import episode_record
 from tooluse_agents.oracle import OracleAgent
@@ -21,7 +21,6 @@ from tooluse_gym.tasks.bfcl_single_turn import CATEGORIES, GROUPS, UNSATISFIABLE
 
 # (knobs, response format): BFCL's prompting mode in Python and in <tool_call> JSON, and function calling
 MODES = [({}, "python"), ({"tool_format": "json"}, "json"), ({"system_prompt": "none"}, "fc")]
-UNWRITTEN_AS_JAVA_TEXT = ("simple_java_1", "simple_java_35", "simple_java_67", "simple_java_68", "simple_java_85")
 """Reference answers `message` cannot write as Java call text that BFCL's parser reads back (a HashMap's
 anonymous body is dropped; a String[] of unquoted items is not Java): they fail in Python-format prompting."""
 

@@ -7,8 +7,9 @@ import pytest
 from tooluse_agents.base import AgentError, Generation
 from tooluse_agents.grpo.rollouts import StepTokens, policy_steps
 from tooluse_agents.rollout import Episode
+from tooluse_agents.runs.records import EpisodeRecord
 
-RECORD = {"agent": {"name": "hf"}, "task_id": "t", "seed": 0, "turns": []}
+RECORD = EpisodeRecord(task_id="t", reward=0.0, agent={"name": "hf"})
 
 
 def test_policy_steps_are_the_generations_ids_in_order():
