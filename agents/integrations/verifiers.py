@@ -25,8 +25,9 @@ How one verifiers rollout plays one env episode:
 
 verifiers finds an environment by importing a top-level module named by the taskset id (a dotted
 id cannot be imported by its loader), so `load_environment` registers this module under
-`PLUGIN_ID` in the running process. ``vf-eval`` and env servers in other processes need a
-one-line module of that name on their path (docs/integrations/verifiers.md).
+`PLUGIN_ID` in the running process. In other processes (``vf-eval``, env servers) the packages
+under ``environments/`` name the modules for the env ids: ``vf-eval ToolUse-MultiTurn-v0``
+(`tooluse_agents.integrations.verifiers_hub`).
 """
 
 from __future__ import annotations
@@ -101,10 +102,12 @@ class ToolUseTasksetConfig(vf.TasksetConfig):
     """Which env, which of its tasks, and its protocol (``--env.taskset.*``)."""
 
     env_id: str = MULTI_TURN_ID
-    """``ToolUse-MultiTurn-v0`` (BFCL) | ``ToolUse-Scenario-v0`` (scenario files)."""
+    """``ToolUse-MultiTurn-v0`` (BFCL multi-turn) | ``ToolUse-SingleTurn-v0`` (BFCL single-turn) |
+    ``ToolUse-Scenario-v0`` (scenario files)."""
     category: str | None = None
-    """BFCL category: ``base`` | ``miss_func`` | ``miss_param`` | ``long_context`` | ``all``. Unset:
-    ``all`` when `task_ids` are given (they name their categories), else ``base``."""
+    """BFCL category or group, as ``gym.make`` takes it (multi-turn ``base`` ... ``all``; single-turn
+    ``simple_python`` ... ``single_turn``). Unset: every category when `task_ids` are given (they name
+    their categories), else ``base`` (multi-turn) or ``simple_python`` (single-turn)."""
     scenario_path: list[str] = Field(default_factory=list)
     """Scenario files or folders (``ToolUse-Scenario-v0``)."""
     task_ids: list[str] | None = None
@@ -361,9 +364,10 @@ def load_environment(
     Registers this module as the verifiers plugin `PLUGIN_ID` in this process first.
 
     Args:
-        env_id: ``ToolUse-MultiTurn-v0`` (BFCL) or ``ToolUse-Scenario-v0`` (scenario files).
-        category: The BFCL category (``base``, ``miss_func``, ``miss_param``, ``long_context``, ``all``);
-            unset: ``all`` when `task_ids` are given, else ``base``.
+        env_id: ``ToolUse-MultiTurn-v0``, ``ToolUse-SingleTurn-v0`` (BFCL) or ``ToolUse-Scenario-v0``
+            (scenario files).
+        category: The BFCL category or group, as ``gym.make`` takes it; unset: every category when
+            `task_ids` are given, else ``base`` (multi-turn) or ``simple_python`` (single-turn).
         scenario_path: Scenario files or folders, for ``ToolUse-Scenario-v0``.
         task_ids: Only these tasks.
         limit: Only the first `limit` tasks.

@@ -14,9 +14,13 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -301,3 +305,107 @@ def test_smollm2_through_verifiers_replays_to_the_same_verdict(server):  # noqa:
         raise AssertionError("the replay did not end")
     direct.close()
     assert (reward, info["checker"]) == (trace.reward, outcome["checker"])
+
+
+# --- single-turn, and the packages named for the env ids (environments/) ---------------------------------
+
+SINGLE_TURN_CASES = [
+    ("simple_python_0", "[calculate_triangle_area(base=10, height=5)]", 1.0),
+    ("simple_python_0", "[calculate_triangle_area(base=11, height=5)]", 0.0),  # a wrong value
+    ("irrelevance_0", "None of these functions can do that.", 1.0),  # no call where none is relevant
+]
+HUB_PACKAGES = Path(__file__).parents[2] / "environments"
+
+
+def single_turn_direct(task_id: str, text: str) -> tuple[float, dict[str, Any]]:
+    env = gym.make("ToolUse-SingleTurn-v0", category="single_turn", task_ids=[task_id])
+    env.reset(seed=SEED, options={"task_id": task_id})
+    _, reward, terminated, _, info = env.step(text)
+    env.close()
+    assert terminated
+    return float(reward), info["checker"]
+
+
+@pytest.mark.parametrize(("task_id", "text", "expected"), SINGLE_TURN_CASES)
+def test_chat_episode_plays_single_turn_entries(task_id, text, expected):
+    reward, checker = single_turn_direct(task_id, text)
+    assert reward == expected
+    env = make_chat_env("ToolUse-SingleTurn-v0", task_ids=[task_id])
+    episode = ChatEpisode(env, task_id, seed=SEED)
+    view = episode.reset()
+    assert view.messages[-1]["role"] == "user" and view.tools == []  # BFCL's prompt carries the functions
+    assert episode.step({"role": "assistant", "content": text}) is None and episode.done
+    assert (episode.reward, episode.outcome()["checker"]) == (reward, checker)
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", ["ToolUse-MultiTurn-v0", "ToolUse-SingleTurn-v0"])
+def test_each_env_id_has_a_hub_shaped_package(env_id):
+    """The Environments Hub lists a package's name, version, description and tags, and shows its README."""
+    import tomllib
+
+    import tooluse_gym
+
+    module = env_id.replace("-", "_").lower()  # what verifiers imports for the id
+    folder = HUB_PACKAGES / module
+    project = tomllib.loads((folder / "pyproject.toml").read_text())["project"]
+    assert project["name"] == module.replace("_", "-")
+    assert project["version"] == tooluse_gym.__version__
+    assert "BFCL" in project["description"] and "tooluse-gym" in project["description"]
+    assert {"tool-use", "bfcl"} <= set(project["tags"])
+    assert project["dependencies"] == [f"tooluse-gym[verifiers]>={tooluse_gym.__version__}"]
+    readme = (folder / project["readme"]).read_text()
+    assert f"vf-eval {env_id}" in readme
+    source = (folder / f"{module}.py").read_text()
+    assert f'ENV_ID = "{env_id}"' in source
+
+
+@pytest.mark.parametrize(
+    ("taskset_id", "settings", "env_id", "first_ids"),
+    [
+        ("ToolUse-MultiTurn-v0", {"category": "miss_param", "limit": 2}, "ToolUse-MultiTurn-v0", None),
+        ("tooluse-singleturn-v0", {"category": "live_simple", "limit": 3}, "ToolUse-SingleTurn-v0", None),
+        ("someone/ToolUse-SingleTurn-v0@0.1.0", {"task_ids": ["irrelevance_3"]}, "ToolUse-SingleTurn-v0", 1),
+    ],
+)
+def test_verifiers_loader_finds_the_package_by_env_id(taskset_id, settings, env_id, first_ids):
+    vf = pytest.importorskip("verifiers.v1")
+    if importlib.util.find_spec(env_id.replace("-", "_").lower()) is None:
+        pytest.skip("the packages under environments/ are not installed (make test-verifiers installs them)")
+    from verifiers.v1.utils.loaders import harness_class
+
+    from tooluse_agents.integrations.verifiers import ToolUseHarness, ToolUseVerifiersEnv
+
+    config = vf.resolve_env_config({"taskset": {"id": taskset_id, **settings}})
+    env = vf.load_environment(config)
+    assert isinstance(env, ToolUseVerifiersEnv)
+    assert harness_class(vf.default_harness_id(taskset_id)) is ToolUseHarness  # its own harness, not bash
+    assert config.taskset.env_id == env_id  # the package's own default, nothing passed
+    expected = settings.get("task_ids") or task_ids_of(make_chat_env(env_id, category=settings["category"]))
+    assert [t.data.id for t in env.taskset] == expected[: settings.get("limit")]
+
+
+@pytest.mark.parametrize(("task_id", "text", "expected"), SINGLE_TURN_CASES)
+def test_vf_eval_by_env_id_gives_the_env_verdict(task_id, text, expected, tmp_path):
+    """verifiers' own command, given only the env id, plays the entry against a loopback endpoint."""
+    pytest.importorskip("verifiers.v1")
+    vf_eval = Path(sys.executable).with_name("vf-eval")
+    if importlib.util.find_spec("tooluse_singleturn_v0") is None or not vf_eval.exists():
+        pytest.skip("needs vf-eval and the packages under environments/ (make test-verifiers)")
+    reward, checker = single_turn_direct(task_id, text)
+    category = task_id.rsplit("_", 1)[0]
+    with ScriptedEndpoint([{"role": "assistant", "content": text}]) as endpoint:
+        done = subprocess.run(
+            [str(vf_eval), "ToolUse-SingleTurn-v0", "-n", "1", "--no-push", "--model", "oracle", "-o", str(tmp_path),
+             "--client.base-url", endpoint.url, "--client.api-key-var", "TOOLUSE_TEST_KEY",
+             "--env.taskset.category", category, "--env.taskset.seed", str(SEED)],
+            env={**os.environ, "TOOLUSE_TEST_KEY": "unused"}, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (traces,) = tmp_path.glob("*/traces.jsonl")
+    (row,) = [json.loads(line) for line in traces.read_text().splitlines()]
+    (trace,) = row["traces"]
+    assert row["task"]["data"]["id"] == task_id
+    assert trace["rewards"]["valid"]["score"] == reward == expected
+    assert trace["info"]["tooluse"]["checker"] == checker
+    assert endpoint.bodies[0]["messages"][-1]["role"] == "user"
