@@ -34,6 +34,9 @@ from tooluse_gym.envs.tool_env import task_ids
 CHAT_ENV_IDS = (MULTI_TURN_ID, SINGLE_TURN_ID, SCENARIO_ID)
 """The env ids an adapter can build from JSON-able settings (``ToolUse-Tasks-v0`` takes a `TaskPool` object)."""
 
+_BFCL_CATEGORIES = {MULTI_TURN_ID: ("base", "all"), SINGLE_TURN_ID: ("simple_python", "single_turn")}
+"""Each BFCL env id's category when none is given: without task ids, and with them (every category)."""
+
 __all__ = ["CHAT_ENV_IDS", "ChatEpisode", "ChatView", "action_from_chat", "make_chat_env", "task_ids_of"]
 
 
@@ -65,17 +68,12 @@ def make_chat_env(
         ValueError: An unknown env id, or settings that belong to the other env id.
     """
     ids = list(task_ids) if task_ids is not None else None
-    if env_id == MULTI_TURN_ID:
+    if env_id in _BFCL_CATEGORIES:
         if scenario_path:
-            raise ValueError("scenario_path is for ToolUse-Scenario-v0; ToolUse-MultiTurn-v0 plays BFCL's tasks")
+            raise ValueError(f"scenario_path is for ToolUse-Scenario-v0; {env_id} plays BFCL's tasks")
         if category is None:
-            category = "all" if ids else "base"
-        return gym.make(env_id, category=category, task_ids=ids, **knobs)
-    if env_id == SINGLE_TURN_ID:
-        if scenario_path:
-            raise ValueError("scenario_path is for ToolUse-Scenario-v0; ToolUse-SingleTurn-v0 plays BFCL's entries")
-        if category is None:
-            category = "single_turn" if ids else "simple_python"
+            default, every = _BFCL_CATEGORIES[env_id]
+            category = every if ids else default
         return gym.make(env_id, category=category, task_ids=ids, **knobs)
     if env_id == SCENARIO_ID:
         if not scenario_path:
