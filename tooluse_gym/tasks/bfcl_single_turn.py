@@ -81,12 +81,20 @@ class SingleTurnTask(Task):
         checked_functions: The docs BFCL's checker reads, where they differ from the `functions`
             shown to the model (Java and JavaScript: the shown docs, with BFCL's language hint,
             declare every parameter a string; the checker reads the declared language types).
+        scored_as: The BFCL category whose checker and language score the task, where it is not
+            `category` (single-turn scenarios: `tooluse_gym.tasks.scenario_single_turn`).
     """
 
     answer: tuple[Mapping[str, Any], ...] = ()
     check: str = "ast"
     underscore_to_dot: bool = False
     checked_functions: tuple[Mapping[str, Any], ...] = ()
+    scored_as: str = ""
+
+    @property
+    def test_category(self) -> str:
+        """The BFCL category name that picks the checker and the language (`scored_as`, else `category`)."""
+        return self.scored_as or self.category
 
     @property
     def checker_docs(self) -> tuple[Mapping[str, Any], ...]:
