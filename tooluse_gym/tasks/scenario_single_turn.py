@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tooluse_gym.ast_checker import check_calls
-from tooluse_gym.tasks.bfcl_single_turn import SingleTurnTask
+from tooluse_gym.tasks.bfcl_single_turn import SingleTurnTask, realize_value
 from tooluse_gym.types import ToolCall
 
 __all__ = ["OPTIONAL", "scored_as", "single_turn_task"]
@@ -153,8 +153,10 @@ def _reference_call(
             bad = True
     if bad:
         return None
-    arguments = {
-        p: next(v for v in vs if v != OPTIONAL) for p, vs in params.items() if OPTIONAL not in vs or p in required
+    arguments = {  # a dict's keys (or a list of dicts') take their first acceptable values, as in BFCL's answers
+        p: realize_value(next(v for v in vs if v != OPTIONAL), properties[p])
+        for p, vs in params.items()
+        if OPTIONAL not in vs or p in required
     }
     problem = validate(doc, arguments)
     if problem is not None:
@@ -164,7 +166,7 @@ def _reference_call(
         for k, value in enumerate(accepted):
             if value == OPTIONAL:
                 continue
-            problem = validate(doc, {**arguments, param: value})
+            problem = validate(doc, {**arguments, param: realize_value(value, properties[param])})
             if problem is not None:
                 fail(f"{field}.{name}.{param}[{k}]", "invalid_arguments", f"{value!r} does not validate: {problem}")
     return ToolCall(name=name, arguments=arguments)
