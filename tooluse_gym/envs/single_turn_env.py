@@ -35,7 +35,8 @@ def check_single_turn_knobs(knobs: Knobs, env_id: str) -> None:
     if knobs.decoder != "bfcl":
         raise ValueError(
             f"{env_id} decodes single-turn tasks as BFCL does (decoder='bfcl'); decoder={knobs.decoder!r} "
-            "is not available for them (`tooluse train` / `tooluse sft`: --decoder bfcl, or protocol.decoder=bfcl)"
+            "is not available for them: pass decoder='bfcl' (the `tooluse` commands: --decoder bfcl; a training "
+            "config: protocol: {decoder: bfcl})"
         )
     defaults = Knobs()
     for knob in FIXED_KNOBS:
