@@ -22,7 +22,9 @@ class Reference:
         """The next message: all of the turn's ground-truth calls, then `END_OF_TURN` once they ran."""
         base = env.unwrapped
         task = base.episode_task()
-        return task.reference_message(base.turn, base.steps_in_turn, base.protocol.tool_format)
+        # a single-turn env has one turn and no steps in it
+        turn, steps = getattr(base, "turn", 0), getattr(base, "steps_in_turn", 0)
+        return task.reference_message(turn, steps, base.protocol.tool_format)
 
 
 def play_reference(env: gym.Env, task_id: str, seed: int = 0) -> tuple[float, dict[str, Any]]:

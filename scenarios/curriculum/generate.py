@@ -15,6 +15,10 @@ Every task offers 3-4 functions so prompts stay short. Tasks are dealt round-rob
 (two train, one held-out), and no task appears in both. A third split, ``warmup``, holds further
 distinct tasks for a supervised warm-start (``python -m tooluse_agents.sft``), so that neither RL split is
 seen during the warm-start.
+
+Single-turn tasks over the same tool classes (one request, BFCL's possible answers; `single_turn.py`
+beside this script) come from their own seeded stream into ``single_turn_train.yaml`` and
+``single_turn_heldout.yaml`` (2:1, no request in both); the multi-turn files do not change with them.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from single_turn import single_turn_tasks
 
 WORDS = [
     "alpha",
@@ -437,6 +442,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--per-tier", type=int, default=72, help="tasks per tier before the 2:1 split")
     parser.add_argument("--warmup-per-tier", type=int, default=40, help="tasks per tier in the warm-up split")
+    parser.add_argument(
+        "--single-turn-per-tier", type=int, default=100, help="single-turn tasks per tier before the 2:1 split"
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).parent)
     args = parser.parse_args()
     train, heldout, warmup = generate(args.seed, args.per_tier, args.warmup_per_tier)
@@ -444,7 +452,13 @@ def main() -> None:
     write(args.out / "train.yaml", f"Curriculum train split (seed {args.seed}).", train)
     write(args.out / "heldout.yaml", f"Curriculum held-out split (seed {args.seed}).", heldout)
     write(args.out / "warmup.yaml", f"Curriculum warm-up split for supervised warm-starts (seed {args.seed}).", warmup)
+    st_train, st_heldout = single_turn_tasks(args.seed, args.single_turn_per_tier)
+    write(args.out / "single_turn_train.yaml", f"Curriculum single-turn train split (seed {args.seed}).", st_train)
+    write(
+        args.out / "single_turn_heldout.yaml", f"Curriculum single-turn held-out split (seed {args.seed}).", st_heldout
+    )
     print(f"wrote {len(train)} train, {len(heldout)} held-out and {len(warmup)} warm-up scenarios to {args.out}")
+    print(f"wrote {len(st_train)} train and {len(st_heldout)} held-out single-turn tasks to {args.out}")
 
 
 if __name__ == "__main__":

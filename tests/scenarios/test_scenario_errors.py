@@ -23,9 +23,10 @@ BAD = Path(__file__).parent / "bad"
 
 GT0 = "turns[0].ground_truth[0]"
 GT_ARGS = f"{GT0}.arguments"
+ANSWER0 = "single_turn.possible_answer[0]"
 
 EXPECTED = {  # file stem: (kind, scenario id, field path, part of the reason)
-    "schema_missing_turns": ("schema", "s1", "", "'turns' is a required property"),
+    "schema_missing_turns": ("schema", "s1", "", "a scenario needs `turns` or `single_turn`"),
     "schema_wrong_type": ("schema", "s1", "turns[0].user", "3 is not of type 'string'"),
     "schema_unknown_key": ("schema", "s1", "", "Additional properties"),
     "parse_error": ("parse", "", "", "cannot parse"),
@@ -45,6 +46,21 @@ EXPECTED = {  # file stem: (kind, scenario id, field path, part of the reason)
     "wrong_state_type": ("bad_state", "s1", "tools.TwitterAPI.tweets", "takes a mapping, got a list"),
     "state_on_stateless_backend": ("bad_state", "s1", "tools.MathAPI.precision", "MathAPI keeps no state"),
     "unquoted_call_list": ("bad_call", "s1", "turns[0].ground_truth", "YAML split the unquoted calls"),
+    # single-turn scenarios (a `single_turn` block: one request and BFCL's possible answers)
+    "single_turn_and_turns": ("schema", "s1", "", "takes one of `turns` or `single_turn`"),
+    "single_turn_value_not_a_list": ("schema", "s1", f"{ANSWER0}.add.a", "3 is not of type 'array'"),
+    "single_turn_two_functions_in_one_call": ("schema", "s1", ANSWER0, "has too many properties"),
+    "single_turn_request_without_user": ("schema", "s1", "single_turn.request", "is not a request"),
+    "single_turn_answer_not_offered": ("unknown_function", "s1", ANSWER0, "'multiply' is not offered"),
+    "single_turn_unknown_parameter": ("invalid_arguments", "s1", f"{ANSWER0}.add.c", "add has no parameter 'c'"),
+    "single_turn_required_without_value": (
+        "invalid_arguments",
+        "s1",
+        f"{ANSWER0}.add",
+        "required parameter 'b' has no acceptable value",
+    ),
+    "single_turn_value_wrong_type": ("invalid_arguments", "s1", f"{ANSWER0}.add.b[1]", "'four' does not validate"),
+    "single_turn_state_given": ("bad_state", "s1", "tools.TwitterAPI", "a single-turn scenario executes nothing"),
 }
 
 

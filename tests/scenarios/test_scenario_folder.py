@@ -20,8 +20,11 @@ CURRICULUM = SCENARIOS / "curriculum"
 FILES = scenario_files(SCENARIOS)
 
 
+GENERATED = ("train.yaml", "heldout.yaml", "warmup.yaml", "single_turn_train.yaml", "single_turn_heldout.yaml")
+
+
 def test_the_folder_holds_the_curriculum():
-    assert {f.name for f in FILES} >= {"train.yaml", "heldout.yaml", "warmup.yaml"}
+    assert {f.name for f in FILES} >= set(GENERATED)
 
 
 @pytest.mark.parametrize("path", FILES, ids=[str(f.relative_to(SCENARIOS)) for f in FILES])
@@ -60,8 +63,10 @@ def test_recover_tier_obvious_call_fails_first():
 
 
 def test_generator_is_seeded_and_matches_the_committed_files(tmp_path):
-    subprocess.run(
-        [sys.executable, str(CURRICULUM / "generate.py"), "--out", str(tmp_path)], check=True, capture_output=True
-    )
-    for name in ("train.yaml", "heldout.yaml", "warmup.yaml"):
-        assert (tmp_path / name).read_text() == (CURRICULUM / name).read_text()
+    for seed in (0, 1):
+        out = tmp_path / str(seed)
+        command = [sys.executable, str(CURRICULUM / "generate.py"), "--seed", str(seed), "--out", str(out)]
+        subprocess.run(command, check=True, capture_output=True)
+    for name in GENERATED:
+        assert (tmp_path / "0" / name).read_text() == (CURRICULUM / name).read_text()
+        assert (tmp_path / "1" / name).read_text() != (CURRICULUM / name).read_text()

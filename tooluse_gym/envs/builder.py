@@ -16,7 +16,7 @@ import gymnasium as gym
 from tooluse_gym import __version__
 from tooluse_gym.envs.ids import TASKS_ID
 from tooluse_gym.envs.knobs import ENV_DEFAULTS, Knobs
-from tooluse_gym.envs.single_turn_env import SingleTurnEnv
+from tooluse_gym.envs.single_turn_env import SingleTurnEnv, check_single_turn_knobs
 from tooluse_gym.envs.tool_env import EnvConfig, ToolUseEnv
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl
@@ -39,8 +39,9 @@ class TaskPool:
         stateless: Backends whose instances carry no state (shared across tasks).
         hooks: How the simulators are set up and compared (BFCL's, or a scenario set's).
         label: The card's ``category``.
-        single_turn: The tasks are BFCL single-turn entries (`tooluse_gym.tasks.bfcl_single_turn`),
-            played by `SingleTurnEnv` (one message each, nothing executed).
+        single_turn: The tasks are single-turn tasks (`tooluse_gym.tasks.bfcl_single_turn.SingleTurnTask`:
+            BFCL's entries or single-turn scenarios), played by `SingleTurnEnv` (one message each,
+            nothing executed, BFCL's decoder and checker).
     """
 
     tasks: tuple[Task, ...]
@@ -52,6 +53,18 @@ class TaskPool:
 
     def __repr__(self) -> str:  # short: gym.make puts its kwargs into error messages
         return f"TaskPool({len(self.tasks)} tasks, {len(self.classes)} backends, label={self.label!r})"
+
+
+def pool_knobs(pool: TaskPool, defaults: Knobs, given: Mapping[str, Any]) -> Knobs:
+    """An env id's `defaults` with the `given` knobs; a single-turn pool's decoder is ``bfcl`` unless given.
+
+    Single-turn tasks are decoded as BFCL's handlers decode them (`SingleTurnEnv`), so an env id
+    whose default decoder is ``lenient`` (scenarios, task sources) plays them with ``bfcl`` and
+    says so on its card; a ``lenient`` given explicitly is refused by `build_env`.
+    """
+    if pool.single_turn and "decoder" not in given:
+        given = {**given, "decoder": "bfcl"}
+    return defaults.with_defaults(**given)
 
 
 def wrap(env: gym.Env, knobs: Knobs) -> gym.Env:
@@ -78,7 +91,13 @@ def build_env(
     known_issues: str = "",
     card_extra: Mapping[str, str] | None = None,
 ) -> gym.Env:
-    """The base env over `pool`, configured by `knobs`, stamped with its card, wrapped for the protocol."""
+    """The base env over `pool`, configured by `knobs`, stamped with its card, wrapped for the protocol.
+
+    Raises:
+        ValueError: A single-turn pool with a knob that cannot apply to it (`check_single_turn_knobs`).
+    """
+    if pool.single_turn:
+        check_single_turn_knobs(knobs, env_id)
     # a prompt that carries the function list takes BFCL's prompting-mode notice (it shows the new
     # functions' docs: the ``tools`` field, emptied, cannot announce them), else the function-calling one
     notice = bfcl.holdout_notice_template(prompting=knobs.prompt.carries_tools)
@@ -127,7 +146,7 @@ def make_task_env(
         render_mode: ``None`` or ``"ansi"``.
         source: A JSON task source (`tooluse_gym.envs.sources`: ``kind``, ``category``, ``path``,
             ``task_ids``, ``limit``, ``next_turn``); give this or `pool`.
-        **knobs: Knobs of `tooluse_gym.envs.knobs.Knobs`.
+        **knobs: Knobs of `tooluse_gym.envs.knobs.Knobs` (single-turn tasks: ``decoder`` is ``bfcl``, `pool_knobs`).
 
     Returns:
         The wrapped env.
@@ -146,4 +165,4 @@ def make_task_env(
         raise TypeError(f"pool must be a TaskPool, got {type(pool).__name__}")
     if not pool.tasks:
         raise ValueError("the task pool is empty")
-    return build_env(pool, TASKS_DEFAULTS.with_defaults(**knobs), env_id=TASKS_ENV_ID, render_mode=render_mode)
+    return build_env(pool, pool_knobs(pool, TASKS_DEFAULTS, knobs), env_id=TASKS_ENV_ID, render_mode=render_mode)

@@ -31,30 +31,19 @@ import gymnasium as gym
 from tooluse_gym.envs.builder import TaskPool, build_env
 from tooluse_gym.envs.ids import SINGLE_TURN_ID
 from tooluse_gym.envs.knobs import ENV_DEFAULTS, Knobs
+from tooluse_gym.envs.single_turn_env import FIXED_KNOBS, check_single_turn_knobs
 from tooluse_gym.tasks.bfcl_single_turn import load_single_turn_tasks
 
 ENV_ID = SINGLE_TURN_ID
 DEFAULTS = ENV_DEFAULTS[ENV_ID]
 """BFCL's protocol: its prompt, Python call lists, decoded as its handlers decode them."""
-FIXED_KNOBS = ("tool_results", "strict_tools", "validate_args", "max_steps_per_turn")
-"""Knobs about executing calls: single-turn executes nothing, so only their defaults are accepted."""
 __all__ = ["DEFAULTS", "ENV_ID", "FIXED_KNOBS", "make_single_turn_env", "single_turn_knobs"]
 
 
 def single_turn_knobs(**knobs: Any) -> Knobs:
     """The env's knobs: `DEFAULTS` with the given ones; a knob that cannot apply to single-turn is a `ValueError`."""
     resolved = DEFAULTS.with_defaults(**knobs)
-    if resolved.decoder != "bfcl":
-        raise ValueError(
-            f"{ENV_ID} decodes as BFCL does (decoder='bfcl'); decoder={resolved.decoder!r} is not available"
-        )
-    for knob in FIXED_KNOBS:
-        value = resolved.validates_args if knob == "validate_args" else getattr(resolved, knob)
-        default = DEFAULTS.validates_args if knob == "validate_args" else getattr(DEFAULTS, knob)
-        if value != default:
-            raise ValueError(
-                f"{ENV_ID} executes no call, so {knob} cannot apply: leave it at {default!r}, got {value!r}"
-            )
+    check_single_turn_knobs(resolved, ENV_ID)
     return resolved
 
 

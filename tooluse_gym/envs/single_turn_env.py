@@ -22,6 +22,32 @@ from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS
 from tooluse_gym.tools.schemas import openai_tool
 from tooluse_gym.types import StepRecord
 
+FIXED_KNOBS = ("tool_results", "strict_tools", "validate_args", "max_steps_per_turn")
+"""Knobs about executing calls: single-turn executes nothing, so only their defaults are accepted."""
+
+
+def check_single_turn_knobs(knobs: Knobs, env_id: str) -> None:
+    """Refuse knobs that cannot apply to one message judged without executing anything (`ValueError`).
+
+    The decoder is BFCL's (``decoder="bfcl"``), and the knobs about executing calls (`FIXED_KNOBS`)
+    keep the defaults of `Knobs`: a card never records a value that changed nothing.
+    """
+    if knobs.decoder != "bfcl":
+        raise ValueError(
+            f"{env_id} decodes single-turn tasks as BFCL does (decoder='bfcl'); decoder={knobs.decoder!r} "
+            "is not available for them: pass decoder='bfcl' (the `tooluse` commands: --decoder bfcl; a training "
+            "config: protocol: {decoder: bfcl})"
+        )
+    defaults = Knobs()
+    for knob in FIXED_KNOBS:
+        value = knobs.validates_args if knob == "validate_args" else getattr(knobs, knob)
+        default = defaults.validates_args if knob == "validate_args" else getattr(defaults, knob)
+        if value != default:
+            raise ValueError(
+                f"{env_id} executes no call in a single-turn task, so {knob} cannot apply: leave it at "
+                f"{default!r}, got {value!r}"
+            )
+
 
 class SingleTurnEnv(TaskEnv):
     """One request, one assistant message, scored like BFCL's single-turn evaluation.
@@ -107,13 +133,13 @@ class SingleTurnEnv(TaskEnv):
             raise gym.error.ResetNeeded("the episode has ended; call reset() before step()")
         task = self.episode_task()
         assert isinstance(task, SingleTurnTask)
-        decoded = decode_ast_action(action, self.knobs.tool_format, ast_languages.language_of(task.category))
+        decoded = decode_ast_action(action, self.knobs.tool_format, ast_languages.language_of(task.test_category))
         result = self._verdict = verdict(
             decoded,
             check=task.check,
             functions=task.checker_docs,
             answer=task.answer,
-            test_category=task.category,
+            test_category=task.test_category,
             underscore_to_dot=task.underscore_to_dot,
         )
         parsed = decoded.parsed()

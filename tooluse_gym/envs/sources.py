@@ -53,7 +53,12 @@ def next_turn_task(task: Task, turn: int) -> Task:
 
 
 def next_turn_prompts(pool: TaskPool) -> TaskPool:
-    """One next-turn task per checked turn of each task (turns with no ground-truth calls are not checked)."""
+    """One next-turn task per checked turn of each task (turns with no ground-truth calls are not checked).
+
+    A single-turn pool is its own: each task is one turn, checked even without calls (an irrelevant request).
+    """
+    if pool.single_turn:
+        return pool
     tasks = tuple(next_turn_task(t, i) for t in pool.tasks for i in range(t.num_turns) if t.ground_truth[i])
     return dataclasses.replace(pool, tasks=tasks)
 

@@ -26,6 +26,7 @@ __all__ = [
     "SingleTurnTask",
     "category_names",
     "load_single_turn_tasks",
+    "realize_value",
 ]
 
 NON_LIVE = (
@@ -81,12 +82,20 @@ class SingleTurnTask(Task):
         checked_functions: The docs BFCL's checker reads, where they differ from the `functions`
             shown to the model (Java and JavaScript: the shown docs, with BFCL's language hint,
             declare every parameter a string; the checker reads the declared language types).
+        scored_as: The BFCL category whose checker and language score the task, where it is not
+            `category` (single-turn scenarios: `tooluse_gym.tasks.scenario_single_turn`).
     """
 
     answer: tuple[Mapping[str, Any], ...] = ()
     check: str = "ast"
     underscore_to_dot: bool = False
     checked_functions: tuple[Mapping[str, Any], ...] = ()
+    scored_as: str = ""
+
+    @property
+    def test_category(self) -> str:
+        """The BFCL category name that picks the checker and the language (`scored_as`, else `category`)."""
+        return self.scored_as or self.category
 
     @property
     def checker_docs(self) -> tuple[Mapping[str, Any], ...]:
@@ -203,13 +212,13 @@ def _first(accepted: Any) -> Any:
     return _OPTIONAL
 
 
-def _realize(value: Any, spec: Mapping[str, Any]) -> Any:
+def realize_value(value: Any, spec: Mapping[str, Any]) -> Any:
     """An acceptable value as a call would give it: a dict's (or a list of dicts') keys take their first values."""
     kind = spec.get("type")
     if kind == "dict" and type(value) is dict:
         return {k: v for k, v in ((k, _first(vs)) for k, vs in value.items()) if v is not _OPTIONAL}
     if kind == "array" and spec.get("items", {}).get("type") == "dict" and type(value) is list:
-        return [_realize(d, {"type": "dict"}) for d in value]
+        return [realize_value(d, {"type": "dict"}) for d in value]
     return value
 
 
@@ -226,7 +235,7 @@ def _reference_call(
         if value is not _OPTIONAL and ("" not in accepted or param in required):
             spec = properties.get(param, {})
             if language == "python":
-                arguments[param] = _realize(value, spec)
+                arguments[param] = realize_value(value, spec)
             else:
                 arguments[param] = ast_languages.realize(language, value, spec)
     return ToolCall(name=_name(name, dot), arguments=arguments)

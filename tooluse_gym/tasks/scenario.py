@@ -1,5 +1,9 @@
 """Scenario files: declarative tool-use tasks (YAML or JSON) turned into `Task` objects.
 
+A scenario is multi-turn (``turns``, below) or single-turn (a ``single_turn`` block: one request
+and BFCL's possible answers, judged by BFCL's AST checker without executing anything;
+`tooluse_gym.tasks.scenario_single_turn`).
+
 A file holds ``{"version": 1, "scenarios": [...]}``; the JSON Schema that defines it ships
 with the package (`scenario.schema.json`, also `SCENARIO_SCHEMA`). A scenario names its tool
 backends by registry name with their initial state, may restrict the functions offered, and
@@ -39,6 +43,7 @@ import yaml
 
 from tooluse_gym.errors import TaskLoadError
 from tooluse_gym.tasks.scenario_hints import quoted_list, rejoin_calls, schema_problems
+from tooluse_gym.tasks.scenario_single_turn import single_turn_task
 from tooluse_gym.tasks.scenario_state import state_problems
 from tooluse_gym.tasks.task import Task
 from tooluse_gym.tools.binding import call_arguments
@@ -73,7 +78,8 @@ class ScenarioProblem:
         field: Path of the offending field inside the scenario, e.g. ``turns[1].ground_truth[0].arguments``
             (inside the file when `index` is None).
         kind: ``parse``, ``schema``, ``duplicate_id``, ``unknown_backend``, ``unknown_function``,
-            ``bad_call``, ``invalid_arguments``, ``bad_state`` or ``replay_failed``.
+            ``bad_call``, ``invalid_arguments``, ``bad_state`` or ``replay_failed`` (a single-turn
+            scenario's reference answer fails BFCL's checker).
         reason: What is wrong.
         hint: How to fix it ("" when there is nothing to add).
         index: The scenario's position in the file's ``scenarios`` list (None outside a scenario).
@@ -276,6 +282,17 @@ def _build(
     for i, name in enumerate(offered):
         if name not in docs and check_names:
             fail(f"functions[{i}]", "unknown_function", f"{name!r} is not a function of {_names(backends)}")
+    if "single_turn" in spec:
+        single = single_turn_task(
+            spec,
+            tuple(docs[name][0] for name in offered if name in docs),
+            fail=fail,
+            validate=lambda doc, args: validation_error(doc if relax is None else relax(doc), args),
+            source=str(file),
+            backends=tuple(b.name for b in backends),
+            replay=replay and not problems,
+        )
+        return (None if problems else single), backends, problems
     held_out: dict[int, tuple[Mapping[str, Any], ...]] = {}
     for t, turn in enumerate(spec["turns"]):
         if t in skip:

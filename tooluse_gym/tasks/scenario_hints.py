@@ -18,12 +18,28 @@ from jsonschema.exceptions import ValidationError
 
 from tooluse_gym.tools.parsing import parse_call_string
 
-_NOUNS = {"scenarios": "a scenario", "turns": "a turn", "ground_truth": "a call"}
+_NOUNS = {
+    "scenarios": "a scenario",
+    "turns": "a turn",
+    "ground_truth": "a call",
+    "possible_answer": "an expected call",
+    "request": "a request",
+}
 _ALTERNATIVES = {
     "a turn": "a turn needs `user` (the user's message); only a turn that adds held-out functions may give "
     "`held_out` instead",
+    "a scenario": "a scenario needs `turns` (a multi-turn task) or `single_turn` (one request with its possible "
+    "answers)",
 }
 _CALL_SHAPES = 'a call is a string such as "add(a=2, b=3)" or a mapping such as {name: add, arguments: {a: 2, b: 3}}'
+_ANSWER_SHAPE = (
+    "an expected call is {function: {parameter: [acceptable values]}}, one function each, e.g. "
+    '{add: {a: [2], b: [3, 3.0]}}; "" among the values marks the parameter optional'
+)
+_REQUEST_SHAPE = (
+    "a request is the user's message as a string, or a list of {role: system|user|assistant, content: text} "
+    "messages with at least one from the user"
+)
 _UNEXPECTED = re.compile(r"'([^']*)'")
 
 
@@ -47,7 +63,13 @@ def _explain(error: ValidationError) -> tuple[str, str]:
         if all(set(option) == {"required"} for option in options):
             keys = " or ".join(f"`{k}`" for option in options for k in option["required"])
             hint = _ALTERNATIVES.get(noun, f"{noun} needs {keys}")
+            held = error.instance if isinstance(error.instance, dict) else {}
+            given = [k for option in options for k in option["required"] if k in held]
+            if len(given) > 1:
+                return f"{noun} takes one of {keys}, and this one has " + " and ".join(f"`{k}`" for k in given), hint
             return f"{noun} needs {keys}, and this one has neither", hint
+        if noun == "a request":
+            return f"{error.instance!r:.80} is not a request", _REQUEST_SHAPE
         if noun == "a call":
             detail = sorted({c.message for c in error.context or () if c.validator != "type"})
             reason = f"{error.instance!r:.80} is not a call" + (f" ({'; '.join(detail)})" if detail else "")
@@ -61,6 +83,10 @@ def _explain(error: ValidationError) -> tuple[str, str]:
     if error.validator == "required":
         missing = [k for k in error.validator_value if isinstance(error.instance, dict) and k not in error.instance]
         return error.message, f"add {', '.join(f'`{k}:`' for k in missing)} to {noun}"
+    if "possible_answer" in path[:-1] or (path and path[-1] == "possible_answer" and error.validator != "type"):
+        return error.message, _ANSWER_SHAPE
+    if "request" in path:
+        return error.message, _REQUEST_SHAPE
     return error.message, ""
 
 
