@@ -1,7 +1,8 @@
 """A run's BFCL multi-turn episodes as BFCL result files, scored by BFCL's own `bfcl evaluate`.
 
 `export_bfcl(run, out)` reads ``RUN/episodes.jsonl`` and writes one BFCL project root per seed (BFCL
-scores one line per task id, so two seeds cannot share a file; single-turn runs: `tooluse_agents.bfcl_single_export`)::
+scores one line per task id, so two seeds cannot share a file). A run of single-turn entries is
+written by `tooluse_agents.bfcl_single_export` (its layout and model names)::
 
     OUT/seed_<seed>/result/<model dir>/multi_turn/BFCL_v4_multi_turn_<category>_result.json
     OUT/export.json    what was written, the self-check, the commands
@@ -85,6 +86,7 @@ __all__ = [
     "encoding_of",
     "export_bfcl",
     "failed_inference",
+    "failed_inference_text",
     "is_bfcl_episode",
     "is_structured",
     "step_mismatch",
@@ -342,7 +344,8 @@ def failed_inference(record: EpisodeRecord) -> bool:
     return record.error is not None or record.checker is None
 
 
-def _inference_error(record: EpisodeRecord) -> str:
+def failed_inference_text(record: EpisodeRecord) -> str:
+    """The ``result`` BFCL's generator writes for a failed inference, for an episode without a verdict."""
     if record.error is not None:
         kind = record.error.get("type") or "agent_error"
         return f"{INFERENCE_ERROR}{kind}: {record.error.get('message', '')}"
@@ -356,7 +359,7 @@ def bfcl_result(record: EpisodeRecord, encoding: str) -> list[list[Payload]] | s
     inference: reward 0 here, ``multi_turn:inference_error`` in BFCL.
     """
     if failed_inference(record):
-        return _inference_error(record)
+        return failed_inference_text(record)
     return [[step_payload(step, encoding) for step in turn.steps] for turn in record.turns]
 
 

@@ -57,9 +57,9 @@ from tooluse_agents.bfcl_export import (
     BfclExport,
     StepMismatch,
     Target,
-    _inference_error,
     encoding_of,
     failed_inference,
+    failed_inference_text,
     is_structured,
 )
 from tooluse_agents.export_folders import ExportError, prepare_out, run_setting
@@ -133,7 +133,7 @@ def _structured_call(call: Mapping[str, Any]) -> dict[str, str]:
 def single_turn_result(record: EpisodeRecord, encoding: str) -> Response:
     """The ``result`` of an episode's line (module docstring): text, structured calls, or a failed inference."""
     if failed_inference(record) or not record.steps:
-        return _inference_error(record)
+        return failed_inference_text(record)
     step = record.steps[0]
     if encoding == "fc" and is_structured(step):
         return [_structured_call(call) for call in step.calls]
