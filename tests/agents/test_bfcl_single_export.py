@@ -2,8 +2,8 @@
 
 The unit tests build episodes by hand. The differential test plays four runs of every single-turn
 category with a scripted agent that answers each entry its own way (the ground truth, a wrong
-value, a call dropped, a call on an irrelevance entry, undecodable text, chatter, reasoning
-before the calls, an agent error), one run per step encoding and function-name convention
+value, a call dropped, a call on an irrelevance entry, undecodable text, parameters that are not
+an object, chatter, reasoning before the calls, an agent error), one run per step encoding and function-name convention
 (Python text, ``<tool_call>`` text, structured calls with and without dotted names), exports
 them and scores all four with ONE real `bfcl evaluate` (its start imports every model handler and
 takes most of its time): BFCL must give every entry the verdict and error type of episodes.jsonl,
@@ -41,6 +41,7 @@ from tooluse_agents.runs.bfcl_scores import bfcl_scores
 from tooluse_agents.runs.records import read_episodes
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.tasks.bfcl_single_turn import CATEGORIES
+from tooluse_gym.tools.bfcl_ast_decoding import decode_ast_action
 from tooluse_gym.types import ToolCall
 
 SINGLE = {**BFCL_ENV, "env_id": "ToolUse-SingleTurn-v0", "system_prompt": "bfcl"}
@@ -88,6 +89,19 @@ def test_structured_calls_are_name_to_arguments_json():
     assert decode_response(single_turn_result(bad, "fc"), "fc", "simple_python") == ("<not decodable>",)
     assert decode_response("Sorry.", "fc", "irrelevance") == ("<not decodable>",)
     assert decode_response("", "fc", "irrelevance") == ()
+
+
+def test_the_single_turn_record_keeps_structured_ids_and_marks_parameters_that_are_not_an_object():
+    raw = [
+        {"id": "call_7", "type": "function", "function": {"name": "f", "arguments": '{"n": 5}'}},
+        {"id": "call_8", "type": "function", "function": {"name": "g", "arguments": "[1]"}},
+    ]
+    parsed = decode_ast_action({"content": "", "tool_calls": raw}, "python").parsed()
+    assert [c.to_dict() for c in parsed.calls] == [
+        {"name": "f", "arguments": {"n": 5}, "id": "call_7"},
+        {"name": "g", "arguments": {}, "id": "call_8", "error": "the parameters are not an object"},
+    ]
+    assert all(c.call_id is None for c in decode_ast_action("[f(n=5)]", "python").parsed().calls)
 
 
 def test_an_agent_error_is_a_failed_inference():
@@ -187,6 +201,8 @@ class ScriptedSingleTurn:
             return Generation(text="I am not sure I can help with that.")
         if kind == "undecodable":
             return self.undecodable(first)
+        if kind == "not_an_object":
+            return self.not_an_object(first)
         if kind == "call_anyway":  # a call where none is wanted (or an extra one)
             calls = [*calls, ToolCall(name=first)]
         elif kind == "wrong_value" and calls:
@@ -200,6 +216,15 @@ class ScriptedSingleTurn:
             action = THINK + action
         return Generation(text=action) if isinstance(action, str) else Generation(text="", message=action)
 
+    def not_an_object(self, name):
+        """Parameters that are not an object: decoded, but not function-calling output (or not decoded at all)."""
+        if self.encoding == "python":
+            return Generation(text=f"[{name}, 1]")
+        if self.encoding == "json":
+            return Generation(text=f'<tool_call>\n{{"name": "{name}", "arguments": [1]}}\n</tool_call>')
+        call = {"id": "call_0", "type": "function", "function": {"name": name, "arguments": "[1]"}}
+        return Generation(text="", message={"content": "", "tool_calls": [call]})
+
     def undecodable(self, name):
         if self.encoding == "python":
             return Generation(text=f"[{name}(x=")
@@ -209,7 +234,17 @@ class ScriptedSingleTurn:
         return Generation(text="", message={"content": "", "tool_calls": [bad]})
 
 
-KINDS = ("oracle", "wrong_value", "drop_call", "call_anyway", "undecodable", "chatter", "think", "agent_error")
+KINDS = (
+    "oracle",
+    "wrong_value",
+    "drop_call",
+    "call_anyway",
+    "undecodable",
+    "not_an_object",
+    "chatter",
+    "think",
+    "agent_error",
+)
 RUNS = {  # name -> (encoding, system prompt, entries per category)
     "python": ("python", "bfcl", 3),
     "json": ("json", "bfcl", 2),
@@ -235,6 +270,12 @@ def scripted_run(path, encoding, system_prompt, limit, offset):
     )
     ids = eval_task_ids(config.categories, limit)
     kinds = {task_id: KINDS[(i + offset) % len(KINDS)] for i, task_id in enumerate(ids)}
+    for category, kind in (
+        ("irrelevance", "call_anyway"),
+        ("live_irrelevance", "call_anyway"),
+        ("live_relevance", "chatter"),
+    ):
+        kinds[next(i for i in ids if i.startswith(f"{category}_"))] = kind  # each relevance rule fails once
     run_eval(config, path, agent=ScriptedSingleTurn(encoding, kinds), progress=False)
     return path, kinds
 
@@ -281,11 +322,12 @@ def test_bfcl_gives_every_entry_the_runs_verdict(name, scored):
     assert command.categories == CATEGORIES
     records = {r.task_id: r for r in read_episodes(run / "episodes.jsonl")[0]}
     per_category = json.loads((run / "results.json").read_text())["summary"]["categories"]
-    seen_kinds, differences, bfcl_accuracies = set(), 0, {}
+    seen_kinds, differences, bfcl_accuracies, bfcl_errors = set(), 0, {}, set()
     for category in CATEGORIES:
         path = score_folder(command, category) / f"BFCL_v4_{category}_score.json"
         header, *failed = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
         failed = {f["id"]: f["error_type"] for f in failed}
+        bfcl_errors.update(failed.values())
         ids = [i for i, r in records.items() if r.category == category]
         assert header["total_count"] == len(ids) and set(failed) <= set(ids)
         expected_valid = 0
@@ -308,6 +350,8 @@ def test_bfcl_gives_every_entry_the_runs_verdict(name, scored):
         if not any(failed_inference(records[i]) for i in ids) or "irrelevance" not in category:
             assert header["accuracy"] == pytest.approx(per_category[category]["per_seed"]["0"]), category
     assert seen_kinds == set(KINDS)
+    assert {"irrelevance_error:decoder_success", "relevance_error:decoder_failed"} <= bfcl_errors
+    assert "ast_decoder:decoder_failed" in bfcl_errors and any("checker" in e for e in bfcl_errors)
     verdicts = [r.reward >= 1.0 for r in records.values()]
     assert any(verdicts) and not all(verdicts)
     if differences:
