@@ -1,7 +1,8 @@
 """A run's BFCL multi-turn episodes as BFCL result files, scored by BFCL's own `bfcl evaluate`.
 
 `export_bfcl(run, out)` reads ``RUN/episodes.jsonl`` and writes one BFCL project root per seed (BFCL
-scores one line per task id, so two seeds cannot share a file; single-turn runs are not exported yet)::
+scores one line per task id, so two seeds cannot share a file). A run of single-turn entries is
+written by `tooluse_agents.bfcl_single_export` (its layout and model names)::
 
     OUT/seed_<seed>/result/<model dir>/multi_turn/BFCL_v4_multi_turn_<category>_result.json
     OUT/export.json    what was written, the self-check, the commands
@@ -50,7 +51,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -63,7 +63,8 @@ from tooluse_agents.bfcl_evaluator import (
     install_command,
     missing_evaluator_packages,
 )
-from tooluse_agents.runs.records import EpisodeRecord, StepEntry, read_episodes
+from tooluse_agents.export_folders import ExportError, prepare_out, read_run, run_setting
+from tooluse_agents.runs.records import EpisodeRecord, StepEntry
 from tooluse_gym.checker import FORCE_TERMINATED
 from tooluse_gym.envs import SCENARIO_ID, SINGLE_TURN_ID
 from tooluse_gym.protocol import MAX_STEPS_PER_TURN
@@ -85,6 +86,7 @@ __all__ = [
     "encoding_of",
     "export_bfcl",
     "failed_inference",
+    "failed_inference_text",
     "is_bfcl_episode",
     "is_structured",
     "step_mismatch",
@@ -102,10 +104,6 @@ Payload = str | list[dict[str, str]]
 
 _BFCL_ID = re.compile(rf"multi_turn_(?P<category>{'|'.join(bfcl.CATEGORIES)})_(?P<index>\d+)")
 _SHOWN_MISMATCHES = 10
-
-
-class ExportError(ValueError):
-    """The run folder cannot be exported, or the output folder cannot take the export."""
 
 
 @dataclass(frozen=True)
@@ -291,7 +289,7 @@ class BfclExport:
         lines += [
             "score them with BFCL's own evaluator, one BFCL_PROJECT_ROOT per seed:",
             *(f"  {c.shell()}" for c in self.commands),
-            f"scores: {self.out}/seed_*/score/{self.target.directory}/multi_turn/BFCL_v4_multi_turn_*_score.json",
+            f"scores: {self.out}/seed_*/score/{self.target.directory}/*/BFCL_v4_*_score.json",
         ]
         return "\n".join(lines)
 
@@ -346,7 +344,8 @@ def failed_inference(record: EpisodeRecord) -> bool:
     return record.error is not None or record.checker is None
 
 
-def _inference_error(record: EpisodeRecord) -> str:
+def failed_inference_text(record: EpisodeRecord) -> str:
+    """The ``result`` BFCL's generator writes for a failed inference, for an episode without a verdict."""
     if record.error is not None:
         kind = record.error.get("type") or "agent_error"
         return f"{INFERENCE_ERROR}{kind}: {record.error.get('message', '')}"
@@ -360,7 +359,7 @@ def bfcl_result(record: EpisodeRecord, encoding: str) -> list[list[Payload]] | s
     inference: reward 0 here, ``multi_turn:inference_error`` in BFCL.
     """
     if failed_inference(record):
-        return _inference_error(record)
+        return failed_inference_text(record)
     return [[step_payload(step, encoding) for step in turn.steps] for turn in record.turns]
 
 
@@ -438,28 +437,6 @@ def _self_check(records: Iterable[EpisodeRecord], encoding: str) -> tuple[int, l
 # --- checks on the run -------------------------------------------------------------------
 
 
-def _read_run(run: Path) -> tuple[list[EpisodeRecord], int]:
-    if not run.is_dir():
-        raise ExportError(f"{run}: no such run folder")
-    path = run / "episodes.jsonl"
-    if not path.is_file():
-        raise ExportError(f"{run}: no episodes.jsonl here; RUN must be a `tooluse-eval run --out` folder")
-    records, health = read_episodes(path)
-    if not records:
-        detail = f" ({health.describe()})" if health.skipped else ""
-        raise ExportError(f"{path}: no readable episode records{detail}")
-    return records, health.skipped
-
-
-def _run_setting(run: Path, key: str) -> Any:
-    """A setting from the run's ``run.json`` (None when missing or unreadable)."""
-    try:
-        config = json.loads((run / "run.json").read_text(encoding="utf-8"))
-        return config.get(key) if isinstance(config, dict) else None
-    except (OSError, ValueError):
-        return None
-
-
 def _task_key(task_id: str) -> tuple[str, int]:
     """A BFCL id's category and index."""
     match = _BFCL_ID.fullmatch(task_id)
@@ -516,20 +493,6 @@ def _protocol_warnings(records: Iterable[EpisodeRecord]) -> list[str]:
     return list(found.values())
 
 
-def _prepare(out: Path, run: Path, force: bool) -> None:
-    target, source = out.resolve(), run.resolve()
-    if target == source or target in source.parents:
-        raise ExportError(f"{out} holds the run itself; choose another OUT")
-    if out.exists():
-        if not out.is_dir():
-            raise ExportError(f"{out} is a file; OUT must be a folder")
-        if any(out.iterdir()):
-            if not force:
-                raise ExportError(f"{out} is not empty; use another OUT, or --force to replace it")
-            shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-
-
 def _write_root(root: Path, target: Target, records: Sequence[EpisodeRecord]) -> tuple[str, ...]:
     """One project root's result files; returns BFCL's test categories in it, in BFCL's order."""
     by_category: dict[str, list[EpisodeRecord]] = defaultdict(list)
@@ -563,16 +526,19 @@ def export_bfcl(run: str | os.PathLike[str], out: str | os.PathLike[str], *, for
             or `out` not empty (without `force`) or holding the run.
     """
     run_path, out_path = Path(run), Path(out)
-    records, corrupt = _read_run(run_path)
+    records, corrupt = read_run(run_path)
     episodes = [r for r in records if is_bfcl_episode(r)]
     skipped = len(records) - len(episodes)
+    if not episodes and any(r.protocol.get("env_id") == SINGLE_TURN_ID for r in records):
+        from tooluse_agents.bfcl_single_export import export_single_turn  # here: it imports this module
+
+        return export_single_turn(run_path, out_path, records, corrupt, force=force)
     if not episodes:
-        what = "BFCL single-turn" if all(r.protocol.get("env_id") == SINGLE_TURN_ID for r in records) else "other"
-        raise ExportError(f"{run_path}: no BFCL multi-turn episodes to export ({skipped} {what} episodes skipped)")
+        raise ExportError(f"{run_path}: no BFCL multi-turn episodes to export ({skipped} other episodes skipped)")
     warnings = _protocol_warnings(episodes) + _check_episodes(episodes)
-    fc_run = _run_setting(run_path, "text_replies") == "fc"  # text replies were FC responses with no calls
+    fc_run = run_setting(run_path, "text_replies") == "fc"  # text replies were FC responses with no calls
     target = TARGETS["fc" if fc_run else encoding_of(episodes)]
-    _prepare(out_path, run_path, force)
+    prepare_out(out_path, run_path, force)
     by_seed: dict[int, list[EpisodeRecord]] = defaultdict(list)
     for record in episodes:
         by_seed[record.seed].append(record)

@@ -31,6 +31,7 @@ read it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -40,7 +41,10 @@ from tooluse_gym.tools.bfcl_decoding import DecodeError, python_calls, tool_call
 from tooluse_gym.tools.parsing import MAX_CALLS_PER_MESSAGE, MAX_MESSAGE_CHARS
 from tooluse_gym.types import ParsedAction, ToolCall
 
-__all__ = ["AstDecoded", "decode_ast_action", "language_parser_available"]
+__all__ = ["NOT_AN_OBJECT", "AstDecoded", "decode_ast_action", "language_parser_available"]
+
+NOT_AN_OBJECT = "the parameters are not an object"
+"""The ``error`` of a decoded call whose parameters are not a dict (BFCL: not function-calling output)."""
 
 
 Call = tuple[Any, Any]
@@ -55,11 +59,13 @@ class AstDecoded:
         content: The message text (a dict action's ``content``).
         calls: The decoded calls, or None when decoding failed.
         failure: Why decoding failed.
+        ids: The ``id`` of each structured call (function calling), as the response gave them.
     """
 
     content: str
     calls: tuple[Call, ...] | None = None
     failure: str | None = None
+    ids: tuple[str | None, ...] = ()
 
     @property
     def well_formed(self) -> bool:
@@ -72,8 +78,20 @@ class AstDecoded:
         return self.well_formed and bool(self.calls)
 
     def parsed(self) -> ParsedAction:
-        """The same response as the env's step record shows it (plain literal arguments only)."""
-        calls = tuple(ToolCall(name=str(name), arguments=_shown(params)) for name, params in self.calls or ())
+        """The same response as the env's step record shows it (plain literal arguments only).
+
+        A structured call keeps its ``id``; one whose parameters are not an object (JSON that is
+        not one) has an ``error`` saying so, its parameters not shown.
+        """
+        calls = tuple(
+            ToolCall(
+                name=str(name),
+                arguments=_shown(params),
+                call_id=self.ids[i] if i < len(self.ids) else None,
+                error=None if type(params) is dict else NOT_AN_OBJECT,
+            )
+            for i, (name, params) in enumerate(self.calls or ())
+        )
         return ParsedAction(content=self.content, calls=calls, failure=self.failure)
 
 
@@ -101,7 +119,9 @@ def decode_ast_action(action: Any, tool_format: str, language: str = "python") -
         raw_content = action.get("content")
         content = raw_content if isinstance(raw_content, str) else ""
         if "tool_calls" in action:
-            return _decoded(content, lambda: _function_calls(action["tool_calls"], raw_content))
+            raw = action["tool_calls"]
+            decoded = _decoded(content, lambda: _function_calls(raw, raw_content))
+            return dataclasses.replace(decoded, ids=_call_ids(raw)) if decoded.calls else decoded
         action = content
     if not isinstance(action, str):
         return AstDecoded("", failure=f"action must be str or dict, got {type(action).__name__}")
@@ -113,6 +133,12 @@ def decode_ast_action(action: Any, tool_format: str, language: str = "python") -
     if tool_format == "python":
         return _decoded(action, lambda: python_calls(visible))
     return _decoded(action, lambda: _tool_call_tags(visible))
+
+
+def _call_ids(raw_calls: Any) -> tuple[str | None, ...]:
+    """The ``id`` of each structured call (None where it has none)."""
+    calls = raw_calls if isinstance(raw_calls, list) else []
+    return tuple(c["id"] if isinstance(c, Mapping) and isinstance(c.get("id"), str) else None for c in calls)
 
 
 def _decoded(content: str, decode: Any) -> AstDecoded:
