@@ -1,0 +1,191 @@
+"""Seed stability, single-turn against multi-turn: the driver of the pre-registered study (issue 39).
+
+    python -m experiments.seed_stability [--prereg benchmarks/preregistered/single_turn_seed_stability_v1.yaml]
+                                         [--runs runs/seed-stability] [--cells NAME ...] [--commit]
+
+Each cell of the pre-registration is one `tooluse eval run` (one vLLM engine, every seed), resumable in
+``runs/seed-stability/<cell>``. After each cell the result file (benchmarks/results/single_turn_seed_stability.json)
+is rewritten from every finished cell, with ``--commit`` committed, so an interrupted study keeps what it
+finished. The statistics are the pre-registration's: per cell each seed's accuracy, the seed spread and the
+seed std with task-bootstrap intervals, and the finding (multi std - single std on the warm-start's curriculum).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import platform
+import statistics
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from experiments.prereg import ROOT, checkout, git, shown, uncommitted
+from tooluse_agents.runs.records import read_episodes
+
+PREREG = ROOT / "benchmarks" / "preregistered" / "single_turn_seed_stability_v1.yaml"
+RESULT = ROOT / "benchmarks" / "results" / "single_turn_seed_stability.json"
+TOOLUSE = Path(sys.executable).with_name("tooluse")
+
+
+def load(path: Path) -> dict[str, Any]:
+    """The pre-registration, refused when it is not committed as it is."""
+    if uncommitted(path):
+        raise SystemExit(f"{shown(path)} has uncommitted changes: commit the pre-registration before any run")
+    return yaml.safe_load(path.read_text())
+
+
+def command(prereg: Mapping[str, Any], cell: Mapping[str, Any], out: Path) -> list[str]:
+    """The cell's `tooluse eval run` command line."""
+    run = prereg["run"]
+    return [
+        str(TOOLUSE), "eval", "run", "--agent", run["agent"], "--model", cell["model"], "--dtype", run["dtype"],
+        "--schedule", run["schedule"], "--num-envs", str(run["num_envs"]), *run["flags"], *cell["args"],
+        "--seeds", *[str(s) for s in prereg["seeds"]], "--out", str(out), "--no-progress",
+    ]  # fmt: skip
+
+
+def rewards(folder: Path, seeds: Sequence[int]) -> tuple[list[str], np.ndarray] | None:
+    """Tasks and their task x seed reward matrix, or None while a seed of a task is missing."""
+    path = folder / "episodes.jsonl"
+    if not path.exists():
+        return None
+    records, _ = read_episodes(path)
+    by = {(r.task_id, r.seed): float(r.reward) for r in records}
+    tasks = sorted({t for t, _ in by})
+    if not tasks or any((t, s) not in by for t in tasks for s in seeds):
+        return None
+    return tasks, np.array([[by[(t, s)] for s in seeds] for t in tasks])
+
+
+def spread_and_std(matrix: np.ndarray) -> tuple[float, float]:
+    """Max - min and population std of the per-seed accuracies (columns)."""
+    acc = matrix.mean(axis=0)
+    return float(acc.max() - acc.min()), float(acc.std())
+
+
+def bootstrap(matrices: Sequence[np.ndarray], statistic: Any, replicates: int, rng_seed: int) -> list[float]:
+    """The statistic on `replicates` task resamples (each matrix's rows resampled independently)."""
+    rng = np.random.default_rng(rng_seed)
+    values = []
+    for _ in range(replicates):
+        resampled = [m[rng.integers(0, len(m), len(m))] for m in matrices]
+        values.append(float(statistic(*resampled)))
+    return values
+
+
+def interval(values: Sequence[float]) -> list[float]:
+    """The 95% percentile interval."""
+    return [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))]
+
+
+def cell_stats(matrix: np.ndarray, seeds: Sequence[int], stats: Mapping[str, Any]) -> dict[str, Any]:
+    """Per-seed accuracies, spread and std with their bootstrap intervals, and whether the cell is informative."""
+    boot = stats["bootstrap"]
+    acc = matrix.mean(axis=0)
+    spread, std = spread_and_std(matrix)
+    spreads = bootstrap([matrix], lambda m: spread_and_std(m)[0], boot["replicates"], boot["rng_seed"])
+    stds = bootstrap([matrix], lambda m: spread_and_std(m)[1], boot["replicates"], boot["rng_seed"])
+    low, high = stats["informative_range"]
+    mean = float(acc.mean())
+    return {
+        "tasks": int(matrix.shape[0]),
+        "per_seed": {str(s): float(a) for s, a in zip(seeds, acc, strict=True)},
+        "mean": mean,
+        "spread": spread,
+        "spread_ci95": interval(spreads),
+        "std": std,
+        "std_ci95": interval(stds),
+        "informative": low <= mean <= high,
+    }
+
+
+def finding(matrices: Mapping[str, np.ndarray], cells: Mapping[str, Any], stats: Mapping[str, Any]) -> dict[str, Any]:
+    """The pre-registered verdict: multi std - single std with its bootstrap interval."""
+    multi, single = stats["finding"]["cells"]
+    missing = [c for c in (multi, single) if c not in matrices]
+    if missing:
+        return {"verdict": "pending", "why": f"cells not finished: {', '.join(missing)}"}
+    flat = [c for c in (multi, single) if not cells[c]["informative"]]
+    if flat:
+        return {"verdict": "not testable", "why": f"near a bound (mean outside the informative range): {flat}"}
+    boot = stats["bootstrap"]
+
+    def diff(m: np.ndarray, s: np.ndarray) -> float:
+        return spread_and_std(m)[1] - spread_and_std(s)[1]
+
+    value = diff(matrices[multi], matrices[single])
+    ci = interval(bootstrap([matrices[multi], matrices[single]], diff, boot["replicates"], boot["rng_seed"]))
+    verdict = "supported" if ci[0] > 0 else "contradicted" if ci[1] < 0 else "unresolved"
+    return {"verdict": verdict, "std_difference": value, "ci95": ci, "multi": multi, "single": single}
+
+
+def write(prereg: dict[str, Any], path: Path, done: Mapping[str, np.ndarray], runs: Path) -> dict[str, Any]:
+    seeds, stats = prereg["seeds"], prereg["stats"]
+    cells = {name: cell_stats(m, seeds, stats) for name, m in done.items()}
+    for name in cells:
+        cells[name]["model"] = prereg["cells"][name]["model"]
+        cells[name]["turns"] = prereg["cells"][name]["turns"]
+        cells[name]["run"] = shown(runs / name)
+        cells[name]["command"] = " ".join(command(prereg, prereg["cells"][name], runs / name)[1:])
+    result = {
+        "study": prereg["study"],
+        "prereg": {
+            "path": shown(path),
+            "commit": git("log", "-1", "--format=%H", "--", str(path)) or None,
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        },
+        "checkout": checkout(),
+        "machine": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version()},
+        "seeds": seeds,
+        "complete": set(done) == set(prereg["cells"]),
+        "cells": cells,
+        "finding": finding(done, cells, stats),
+        "mean_informative_std": statistics.fmean([c["std"] for c in cells.values() if c["informative"]] or [0.0]),
+    }
+    RESULT.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prereg", type=Path, default=PREREG)
+    parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "seed-stability")
+    parser.add_argument("--cells", nargs="*", help="only these cells (default: all, in the file's order)")
+    parser.add_argument("--commit", action="store_true", help="commit the result file after each cell")
+    args = parser.parse_args(argv)
+    prereg = load(args.prereg)
+    names = args.cells or list(prereg["cells"])
+    unknown = sorted(set(names) - set(prereg["cells"]))
+    if unknown:
+        parser.error(f"unknown cells {unknown}; the pre-registration has {list(prereg['cells'])}")
+    done: dict[str, np.ndarray] = {}
+    for name in prereg["cells"]:
+        found = rewards(args.runs / name, prereg["seeds"])
+        if found is None and name in names:
+            cmd = command(prereg, prereg["cells"][name], args.runs / name)
+            print(f"[{name}] {' '.join(cmd[1:])}", flush=True)
+            subprocess.run(cmd, cwd=ROOT, check=True)
+            found = rewards(args.runs / name, prereg["seeds"])
+        if found is None:
+            continue
+        done[name] = found[1]
+        result = write(prereg, args.prereg, done, args.runs)
+        cell = result["cells"][name]
+        print(f"[{name}] mean {cell['mean']:.3f}  spread {cell['spread']:.3f}  std {cell['std']:.3f}", flush=True)
+        if args.commit:
+            message = f"seed stability: cell {name} ({prereg['study']})"
+            subprocess.run(["git", "add", str(RESULT)], cwd=ROOT, check=False)
+            subprocess.run(["git", "commit", "-q", "-m", message, "--", str(RESULT)], cwd=ROOT, check=False)
+    print(json.dumps(write(prereg, args.prereg, done, args.runs)["finding"]) if done else "no cell finished")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
