@@ -110,6 +110,7 @@ typecheck: setup
 
 bench: setup
 	$(PY) benchmarks/env_throughput.py --write
+	$(PY) benchmarks/single_turn_throughput.py --write
 
 clean:
 	rm -rf $(VENV) $(VF_VENV) .pytest_cache .mypy_cache site
