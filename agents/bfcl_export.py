@@ -261,9 +261,9 @@ class BfclExport:
     def report(self) -> str:
         """What `tooluse-eval export` prints: counts, the self-check, warnings and the commands."""
         seeds = ", ".join(c.root.name.removeprefix("seed_") for c in self.commands)
+        skipped = f"; skipped {self.skipped_scenario} scenario episodes" if self.skipped_scenario else ""
         lines = [
-            f"exported {self.exported} BFCL episodes (seeds {seeds}) to {self.out}; "
-            f"skipped {self.skipped_scenario} scenario episodes",
+            f"exported {self.exported} BFCL episodes (seeds {seeds}) to {self.out}{skipped}",
             f"steps written as {self.target.steps} under {self.target.model} ({self.target.handler})",
         ]
         if self.corrupt_lines:
@@ -276,13 +276,13 @@ class BfclExport:
         if self.mismatches:
             lines.append(
                 f"WARNING: self-check: {len(self.mismatches)} of {self.steps_checked} written steps decode to other "
-                "calls than the env executed, so BFCL's verdicts may differ:"
+                "calls than the env played, so BFCL's verdicts may differ:"
             )
             lines += [f"  {m.describe()}" for m in self.mismatches[:_SHOWN_MISMATCHES]]
             if len(self.mismatches) > _SHOWN_MISMATCHES:
                 lines.append(f"  ... all {len(self.mismatches)} in {self.out / 'export.json'}")
         else:
-            lines.append(f"self-check: all {self.steps_checked} written steps decode to the calls the env executed")
+            lines.append(f"self-check: all {self.steps_checked} written steps decode to the calls the env played")
         lines += [f"WARNING: {w}" for w in self.warnings]
         if self.missing_packages:
             lines.append(f"BFCL's evaluator needs packages missing here: {install_command(self.missing_packages)}")
