@@ -13,6 +13,11 @@ message:
   ``strict_tools``, ``validate_args`` and ``max_steps_per_turn`` keep their defaults, and any
   other value is refused (`ValueError`) rather than recorded on a card where it changed nothing.
 * ``decoder`` is ``bfcl`` only: a friendlier decoder for single-turn is not written yet.
+* ``prompt_format`` (one configuration of BFCL's format-sensitivity grid) applies to the Python
+  categories: the system prompt is BFCL's builder's for it and the message is decoded in its
+  return format (`tooluse_gym.tools.bfcl_format_decoding`). BFCL's grid draws its 200 entries
+  from the Python AST categories; the Java and JavaScript categories refuse it (their calls
+  are read as Java or JavaScript text, which no configuration asks for).
 
 Function names: when the system prompt carries the function list (BFCL's prompting mode) the
 names keep their dots, as BFCL's prompting models are scored; when the functions travel in the
@@ -28,6 +33,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from tooluse_gym.ast_languages import language_of
 from tooluse_gym.envs.builder import TaskPool, build_env
 from tooluse_gym.envs.ids import SINGLE_TURN_ID
 from tooluse_gym.envs.knobs import ENV_DEFAULTS, Knobs
@@ -81,5 +87,12 @@ def make_single_turn_env(
     """
     resolved = single_turn_knobs(**knobs)
     tasks = load_single_turn_tasks(category, task_ids, underscore_to_dot=not resolved.prompt.carries_tools)
+    if resolved.prompt_format is not None:
+        other = sorted({t.category for t in tasks if language_of(t.category) != "python"})
+        if other:
+            raise ValueError(
+                f"prompt_format applies to BFCL's Python categories (its format grid draws from them); "
+                f"{', '.join(other)} read calls as Java or JavaScript text: choose Python categories or task_ids"
+            )
     pool = TaskPool(tuple(tasks), {}, label=category, single_turn=True)
     return build_env(pool, resolved, env_id=ENV_ID, render_mode=render_mode)
