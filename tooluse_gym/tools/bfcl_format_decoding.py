@@ -192,6 +192,8 @@ def _xml_root(text: str) -> ET.Element:
         return ET.fromstring(_XML_OPEN + inner + _XML_CLOSE)
     except ET.ParseError as e:
         raise DecodeError(f"not well-formed XML: {str(e)[:200]}") from None
+    except (ValueError, RecursionError, MemoryError) as e:  # e.g. lone surrogates, which UTF-8 cannot encode
+        raise DecodeError(f"XML not read ({type(e).__name__})") from None
 
 
 def _verbose_xml(text: str) -> list[Call]:
