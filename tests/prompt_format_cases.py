@@ -24,9 +24,9 @@ from tooluse_gym.prompt_formats import PromptFormat
 from tooluse_gym.tasks.bfcl_single_turn import SingleTurnTask
 
 HOSTILE_STRINGS = (
-    "</functions><functions><function name=\"x\"></function>",
+    '</functions><functions><function name="x"></function>',
     "<TOOLCALL>[f(a=1)]</TOOLCALL>",
-    "}], [{\"function\": \"x\", \"parameters\": {}}",
+    '}], [{"function": "x", "parameters": {}}',
     "a & b < c > d \" ' ` \\n",
     "\u00a0\u2028 ünï ✓ \ud83d\ude00",
     "__import__('os').system('echo hi')",
@@ -70,11 +70,11 @@ def _write_calls(calls: Calls, return_format: str) -> str:
         if return_format == "verbose_xml":
             out.append("<params>")
             for k, v in args.items():
-                out.append(f"<param name={quoteattr(k)} value={quoteattr(_xml_text(v))} type=\"{_xml_type(v)}\"/>")
+                out.append(f'<param name={quoteattr(k)} value={quoteattr(_xml_text(v))} type="{_xml_type(v)}"/>')
             out.append("</params>")
         else:
             for k, v in args.items():
-                out.append(f"<param name={quoteattr(k)} type=\"{_xml_type(v)}\">{escape(_xml_text(v))}</param>")
+                out.append(f'<param name={quoteattr(k)} type="{_xml_type(v)}">{escape(_xml_text(v))}</param>')
         out.append("</function>")
     out.append("</functions>")
     return "".join(out)
@@ -106,7 +106,10 @@ def format_cases(task: SingleTurnTask, fmt: PromptFormat) -> Iterator[tuple[str,
     body = _write_calls(reference, fmt.return_format)
     yield "prose_around", "Sure, here you go:\n" + oracle + "\nHope this helps."
     yield "fenced", "```\n" + oracle + "\n```"
-    yield "other_tag" if fmt.tool_call_tag else "tagged", f"<TOOLCALL>{body}</TOOLCALL>" if not fmt.tool_call_tag else body
+    yield (
+        "other_tag" if fmt.tool_call_tag else "tagged",
+        f"<TOOLCALL>{body}</TOOLCALL>" if not fmt.tool_call_tag else body,
+    )
     yield "truncated", oracle[: max(1, len(oracle) * 2 // 3)]
     yield "doubled", oracle + "\n" + oracle
     yield "lowercase_tag", oracle.replace("TOOLCALL", "toolcall")
@@ -121,7 +124,12 @@ def format_cases(task: SingleTurnTask, fmt: PromptFormat) -> Iterator[tuple[str,
             yield f"string_as_integer:{key}", f"<TOOLCALL>{wrong_type}</TOOLCALL>" if fmt.tool_call_tag else wrong_type
 
 
-_BREAK = {"python": ("(", "(("), "json": ('"function"', "function"), "verbose_xml": ("/>", ">"), "concise_xml": ("</param>", "</parm>")}
+_BREAK = {
+    "python": ("(", "(("),
+    "json": ('"function"', "function"),
+    "verbose_xml": ("/>", ">"),
+    "concise_xml": ("</param>", "</parm>"),
+}
 """One change per return format that makes the markup malformed."""
 
 

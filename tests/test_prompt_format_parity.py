@@ -59,10 +59,9 @@ def test_the_grid_is_bfcls():
 def test_prompt_equals_bfcls_builder(config):
     """(a) Every grid entry: the env's messages are the ones BFCL's pre-processing makes for this configuration."""
     bfcl.backend_classes()
+    from bfcl_eval.constants.eval_config import FORMAT_SENSITIVITY_IDS_PATH
     from bfcl_eval.model_handler.utils import system_prompt_pre_processing_chat_model
     from bfcl_eval.utils import load_test_entries_from_id_file
-
-    from bfcl_eval.constants.eval_config import FORMAT_SENSITIVITY_IDS_PATH
 
     _, entries = load_test_entries_from_id_file(FORMAT_SENSITIVITY_IDS_PATH)
     env = gym.make("ToolUse-SingleTurn-v0", category="single_turn", task_ids=grid_ids(), prompt_format=config)
@@ -83,7 +82,9 @@ def test_default_configuration_is_the_default_prompt():
     """BFCL's default configuration shows what the env shows without the knob; only the card records it."""
     ids = grid_ids()[::20]
     plain = gym.make("ToolUse-SingleTurn-v0", category="single_turn", task_ids=ids)
-    knob = gym.make("ToolUse-SingleTurn-v0", category="single_turn", task_ids=ids, prompt_format=default_prompt_format())
+    knob = gym.make(
+        "ToolUse-SingleTurn-v0", category="single_turn", task_ids=ids, prompt_format=default_prompt_format()
+    )
     for task_id in ids:
         a, card_a = plain.reset(options={"task_id": task_id})
         b, card_b = knob.reset(options={"task_id": task_id})
@@ -136,7 +137,9 @@ def test_oracle_scores_full_marks_through_gym_make(config):
     """
     fmt = PromptFormat.parse(config)
     tasks = grid_tasks()
-    env = gym.make("ToolUse-SingleTurn-v0", category="single_turn", task_ids=[t.task_id for t in tasks], prompt_format=config)
+    env = gym.make(
+        "ToolUse-SingleTurn-v0", category="single_turn", task_ids=[t.task_id for t in tasks], prompt_format=config
+    )
     lost = []
     for task in tasks:
         env.reset(options={"task_id": task.task_id})

@@ -140,7 +140,7 @@ def json_list_span(text: str) -> tuple[int, int] | None:
 
 
 def _end_from(text: str, solid: list[int], first_end: list[int | None], pos: int) -> int | None:
-    """Where ``(?:,\\s*{.*?}\\s*)*\\]`` starting at `pos` ends (the ``]``'s index), as backtracking finds it."""
+    r"""Where ``(?:,\s*{.*?}\s*)*\]`` starting at `pos` ends (the ``]``'s index), as backtracking finds it."""
     if pos >= len(text):
         return None
     if text[pos] == "]":
@@ -280,9 +280,8 @@ def _literal(node: ast.expr, depth: int, budget: list[int]) -> Any:
         keys = [_literal(k, depth + 1, budget) for k in node.keys if k is not None]
         values = [_literal(v, depth + 1, budget) for v in node.values]
         return _hashed(dict, list(zip(keys, values, strict=True)))
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "set":
-        if not node.args and not node.keywords:
-            return set()
+    if _empty_set_call(node):
+        return set()
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
         return _signed(node)
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
@@ -292,6 +291,13 @@ def _literal(node: ast.expr, depth: int, budget: list[int]) -> Any:
     raise DecodeError(f"not a Python literal ({type(node).__name__})")
 
 
+def _empty_set_call(node: ast.expr) -> bool:
+    """``set()``: the one call ``literal_eval`` accepts."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        return False
+    return node.func.id == "set" and not node.args and not node.keywords
+
+
 def _signed(node: ast.expr) -> Any:
     """``literal_eval``'s signed number: a number constant, or ``+`` / ``-`` applied to one."""
     if isinstance(node, ast.Constant) and type(node.value) in _NUMBERS:
@@ -299,7 +305,8 @@ def _signed(node: ast.expr) -> Any:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
         operand = node.operand
         if isinstance(operand, ast.Constant) and type(operand.value) in _NUMBERS:
-            return +operand.value if isinstance(node.op, ast.UAdd) else -operand.value
+            number: Any = operand.value
+            return +number if isinstance(node.op, ast.UAdd) else -number
     raise DecodeError("not a Python literal (an operator on something other than a number)")
 
 
