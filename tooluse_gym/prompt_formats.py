@@ -20,10 +20,12 @@ BFCL's prompt builder lives in ``bfcl_eval.model_handler.utils``, whose import n
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
+from xml.sax.saxutils import escape, quoteattr
 
 from tooluse_gym.prompts import FUNCTIONS_PLACEHOLDER, SystemPromptSpec
 
@@ -103,9 +105,66 @@ class PromptFormat:
         )
 
     @property
+    def short(self) -> str:
+        """The values alone, for folder names: ``json.tag.xml.plaintext.classic``."""
+        tag = "tag" if self.tool_call_tag else "notag"
+        return ".".join((self.return_format, tag, self.function_doc_format, self.layout, self.style))
+
+    @property
     def python_calls(self) -> bool:
         """Whether calls are a bare Python list: what BFCL's multi-turn decoder (``decode_execute``) reads."""
         return self.return_format == "python" and not self.tool_call_tag
+
+    def write(self, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+        """Calls (name, arguments) written as this configuration's prompt asks: what the oracle agent sends.
+
+        Python: ``[f(a=1)]``; JSON: a ``json`` code fence around
+        ``[{"function": ..., "parameters": {...}}]``; XML: ``<functions>`` with one ``<function>``
+        per call, each parameter typed (``string``, ``integer``, ``float``, ``boolean``,
+        ``array``, ``dict``, ``null``; lists and dicts as Python literals); inside
+        ``<TOOLCALL>...</TOOLCALL>`` when the configuration has the tag.
+        """
+        body = _WRITERS[self.return_format](calls)
+        return f"<TOOLCALL>{body}</TOOLCALL>" if self.tool_call_tag else body
+
+
+def _python_list(calls: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    return "[" + ", ".join(f"{n}({', '.join(f'{k}={v!r}' for k, v in a.items())})" for n, a in calls) + "]"
+
+
+def _json_list(calls: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    return "```json\n" + json.dumps([{"function": n, "parameters": dict(a)} for n, a in calls]) + "\n```"
+
+
+_XML_TYPES = ((bool, "boolean"), (int, "integer"), (float, "float"), (list, "array"), (dict, "dict"), (str, "string"))
+
+
+def _xml_param(name: str, value: Any, verbose: bool) -> str:
+    kind = "null" if value is None else next((t for cls, t in _XML_TYPES if isinstance(value, cls)), "string")
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    else:
+        text = repr(value) if isinstance(value, (list, dict)) else "" if value is None else str(value)
+    if verbose:
+        return f'<param name={quoteattr(name)} value={quoteattr(text)} type="{kind}"/>'
+    return f'<param name={quoteattr(name)} type="{kind}">{escape(text)}</param>'
+
+
+def _xml(calls: Sequence[tuple[str, Mapping[str, Any]]], verbose: bool) -> str:
+    out = ["<functions>"]
+    for name, args in calls:
+        params = "".join(_xml_param(k, v, verbose) for k, v in args.items())
+        out.append(f"<function name={quoteattr(name)}>" + (f"<params>{params}</params>" if verbose else params))
+        out.append("</function>")
+    return "".join([*out, "</functions>"])
+
+
+_WRITERS = {
+    "python": _python_list,
+    "json": _json_list,
+    "verbose_xml": lambda calls: _xml(calls, verbose=True),
+    "concise_xml": lambda calls: _xml(calls, verbose=False),
+}
 
 
 def _builder() -> Any:
