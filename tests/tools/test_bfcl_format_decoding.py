@@ -15,6 +15,7 @@ import math
 import os
 import re
 import time
+from functools import cache
 from typing import Any
 
 import pytest
@@ -163,11 +164,17 @@ def xml_text(draw) -> tuple[str, str]:
     verbose = draw(st.booleans())
     out = ["<functions>"]
     for _ in range(draw(st.integers(0, 3))):
-        out.append(draw(st.sampled_from(['<function name="f">', '<function name="a.b">', "<function>"])))
+        names = [
+            '<function name="f">',
+            '<function name="a.b">',
+            "<function>",
+            '<function name="calculate_triangle_area">',
+        ]
+        out.append(draw(st.sampled_from(names)))
         params = []
         for _ in range(draw(st.integers(0, 3))):
             kind, value = draw(st.sampled_from(_TYPED_VALUES))
-            name = draw(st.sampled_from(['name="p" ', 'name="q" ', ""]))
+            name = draw(st.sampled_from(['name="p" ', 'name="q" ', "", 'name="base" ', 'name="height" ']))
             typed = f'type="{kind}"' if kind else ""
             params.append(
                 f'<param {name}value="{value}" {typed}/>' if verbose else f"<param {name}{typed}>{value}</param>"
@@ -214,6 +221,8 @@ _JSON_ITEMS = (
     '{"parameters": {}}', '{"function": ["f"], "parameters": {}}', '{"function": 1, "parameters": [1]}', "1", '"s"',
     "null", "[]", '{"function": "f", "parameters": {"a": [{"b": 1}, {"c": 2}]}}',
     '{"function": "f", "parameters": {"a": {"b": {}}}}',
+    '{"function": "calculate_triangle_area", "parameters": {"base": {"x": 1}, "height": [1], "unit": null}}',
+    '{"function": "calculate_triangle_area", "parameters": {"base": 10, "height": 5}}',
 )  # fmt: skip
 
 
@@ -293,6 +302,30 @@ def test_any_text_decodes_or_fails_without_raising(text, return_format, tag):
     decoded = decode_format_action(text, return_format, tag)
     assert (decoded.calls is None) == (decoded.failure is not None)
     decoded.parsed()  # the step record's view never raises either
+
+
+_STEP_TASKS = ("simple_python_0", "parallel_multiple_0", "irrelevance_0", "live_multiple_0-0-0", "live_relevance_0-0-0")
+
+
+@cache
+def _env(return_format: str, tag: bool) -> Any:
+    import gymnasium as gym
+
+    import tooluse_gym  # noqa: F401  (registers the env ids)
+
+    config = f"ret_fmt={return_format}&tool_call_tag={tag}&func_doc_fmt=json&prompt_fmt=plaintext&style=classic"
+    return gym.make("ToolUse-SingleTurn-v0", category="single_turn", task_ids=_STEP_TASKS, prompt_format=config)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(xml_text(), json_text().map(lambda t: (t, "json"))), st.sampled_from(_STEP_TASKS), st.booleans())
+def test_env_steps_on_generated_markup_never_raise(doc, task_id, tag):
+    """Odd decoded values (None keys, sets, bytes, complex, non-string names) reach the checker as data."""
+    text, return_format = doc
+    env = _env(return_format, tag)
+    env.reset(options={"task_id": task_id})
+    _, reward, terminated, _, info = env.step(f"<TOOLCALL>{text}</TOOLCALL>" if tag else text)
+    assert terminated and reward in (0.0, 1.0) and isinstance(info["checker"]["valid"], bool)
 
 
 def test_structured_calls_are_not_read():
