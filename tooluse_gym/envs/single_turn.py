@@ -33,7 +33,6 @@ from typing import Any
 
 import gymnasium as gym
 
-from tooluse_gym.ast_languages import language_of
 from tooluse_gym.envs.builder import TaskPool, build_env
 from tooluse_gym.envs.ids import SINGLE_TURN_ID
 from tooluse_gym.envs.knobs import ENV_DEFAULTS, Knobs
@@ -87,12 +86,5 @@ def make_single_turn_env(
     """
     resolved = single_turn_knobs(**knobs)
     tasks = load_single_turn_tasks(category, task_ids, underscore_to_dot=not resolved.prompt.carries_tools)
-    if resolved.prompt_format is not None:
-        other = sorted({t.category for t in tasks if language_of(t.category) != "python"})
-        if other:
-            raise ValueError(
-                f"prompt_format applies to BFCL's Python categories (its format grid draws from them); "
-                f"{', '.join(other)} read calls as Java or JavaScript text: choose Python categories or task_ids"
-            )
     pool = TaskPool(tuple(tasks), {}, label=category, single_turn=True)
     return build_env(pool, resolved, env_id=ENV_ID, render_mode=render_mode)

@@ -85,6 +85,13 @@ class SingleTurnEnv(TaskEnv):
         self._verdict: AstVerdict | None = None
         self._done = True
         self._format = PromptFormat.parse(knobs.prompt_format) if knobs.prompt_format is not None else None
+        categories = {t.category for t in tasks} if self._format is not None else set()
+        other = sorted(c for c in categories if ast_languages.language_of(c) != "python")
+        if other:
+            raise ValueError(
+                f"prompt_format applies to BFCL's Python categories (its format grid draws from them); "
+                f"{', '.join(other)} read calls as Java or JavaScript text: choose Python categories or task_ids"
+            )
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start an episode on ``options["task_id"]``, or on an entry drawn with the seed, and show its request.
