@@ -142,10 +142,13 @@ def test_oracle_scores_full_marks_through_gym_make(config):
     )
     lost = []
     for task in tasks:
+        calls = [(c.name, dict(c.arguments)) for c in task.ground_truth[0]]
         env.reset(options={"task_id": task.task_id})
-        raw = write([(c.name, dict(c.arguments)) for c in task.ground_truth[0]], fmt)
+        _, agents_reward, _, _, _ = env.step(fmt.write(calls))  # the oracle agent's own writer
+        env.reset(options={"task_id": task.task_id})
+        raw = write(calls, fmt)
         _, reward, terminated, _, info = env.step(raw)
-        assert terminated
+        assert terminated and agents_reward == reward, task.task_id
         if reward != 1.0:
             assert official_format_verdict(task.task_id, raw, fmt) == (False, info["checker"]["error_type"])
             lost.append(task.task_id)

@@ -34,7 +34,16 @@ ALL = "all"
 RETURN_FORMATS = ("python", "json", "verbose_xml", "concise_xml")
 """The ``ret_fmt`` values: how the model writes its calls."""
 
-__all__ = ["ALL", "RETURN_FORMATS", "PromptFormat", "check_prompt_format", "prompt_format_spec", "prompt_formats"]
+__all__ = [
+    "ALL",
+    "RETURN_FORMATS",
+    "PromptFormat",
+    "check_prompt_format",
+    "default_prompt_format",
+    "expand",
+    "prompt_format_spec",
+    "prompt_formats",
+]
 
 
 @cache
