@@ -55,6 +55,8 @@ class AgentRequest:
         prompt_token_ids: Token ids to continue instead of rendering the observation (set by
             `tooluse_agents.integrations.token_sequences`; token-level agents honour it).
         max_tokens: This request's cap on new tokens, below the sampling settings' (None: theirs).
+        prompt_format: The env's ``prompt_format`` knob (a configuration of BFCL's format grid: the
+            call syntax it asks for), or None.
     """
 
     observation: Mapping[str, Any]
@@ -67,6 +69,7 @@ class AgentRequest:
     episode: int = 0
     prompt_token_ids: tuple[int, ...] | None = None
     max_tokens: int | None = None
+    prompt_format: str | None = None
 
 
 @dataclass(frozen=True)

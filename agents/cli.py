@@ -40,6 +40,7 @@ from tooluse_agents.runs.results import failure_banner, run_failed
 from tooluse_agents.sweep import run_sweep, run_vary
 from tooluse_agents.sweep_table import write_table
 from tooluse_gym.envs.knobs import Knobs
+from tooluse_gym.prompt_formats import expand as expand_prompt_formats
 from tooluse_gym.tasks.bfcl import CATEGORIES
 from tooluse_gym.tasks.bfcl_single_turn import CATEGORIES as SINGLE_TURN_CATEGORIES
 from tooluse_gym.tasks.bfcl_single_turn import GROUPS as SINGLE_TURN_GROUPS
@@ -192,7 +193,14 @@ def eval_config(args: argparse.Namespace, given: Mapping[str, Any]) -> EvalConfi
 
 def _grid(args: argparse.Namespace, config: EvalConfig) -> dict[str, list]:
     """A sweep's knob values: those given, and the default of each knob every env id shares (it names the folders)."""
-    grid = {k: getattr(args, k) or (None if varies_by_env_id(k) else [getattr(config.protocol, k)]) for k in SWEPT}
+    grid = {}
+    for knob in SWEPT:
+        given, default = getattr(args, knob), getattr(config.protocol, knob)
+        if knob == "prompt_format" and given:
+            given = expand_prompt_formats(given)  # `all`: BFCL's 26 configurations
+        if not given and default is None:  # an unset optional knob (prompt_format) names no folder
+            continue
+        grid[knob] = given or (None if varies_by_env_id(knob) else [default])
     return {k: v for k, v in grid.items() if v}
 
 

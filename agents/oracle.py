@@ -12,13 +12,14 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from tooluse_agents.base import AgentRequest, Generation, SamplingConfig
+from tooluse_gym.prompt_formats import PromptFormat
 from tooluse_gym.tasks.task import END_OF_TURN
 
 __all__ = ["END_OF_TURN", "OracleAgent"]
 
 
 class OracleAgent:
-    """Replays ground truth in the env's tool format (``python`` or ``json``)."""
+    """Replays ground truth in the env's tool format (``python`` or ``json``), or as its ``prompt_format`` asks."""
 
     name = "oracle"
 
@@ -46,7 +47,12 @@ class OracleAgent:
         """
         if request.task is None:
             raise ValueError("the oracle needs the task in its request")
-        return request.task.reference_message(request.turn, request.steps_in_turn, request.tool_format)
+        task, turn = request.task, request.turn
+        if request.prompt_format is not None and request.steps_in_turn == 0 and task.ground_truth[turn]:
+            fmt = PromptFormat.parse(request.prompt_format)
+            if not fmt.python_calls:  # the calls in the syntax the configuration asks for
+                return fmt.write([(c.name, dict(c.arguments)) for c in task.ground_truth[turn]])
+        return task.reference_message(turn, request.steps_in_turn, request.tool_format)
 
     def describe(self) -> dict[str, Any]:
         """The agent's identity for result files."""

@@ -93,6 +93,7 @@ def request_for(
         steps_in_turn=steps,
         tool_format=reset_info["protocol"]["tool_format"],
         episode=episode,
+        prompt_format=reset_info["protocol"].get("extra", {}).get("prompt_format"),
     )
 
 

@@ -31,16 +31,19 @@ from tooluse_agents.evaluate import EvalConfig, make_agent, run_eval
 from tooluse_agents.runs.records import read_episodes
 from tooluse_agents.runs.report import sensitivity_figure
 from tooluse_agents.runs.results import spread
+from tooluse_gym.prompt_formats import PromptFormat
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
 
 
 def slug(combo: Mapping[str, Any]) -> str:
-    """A configuration's folder name (a literal system prompt shows as ``literal``)."""
+    """A configuration's folder name (a literal system prompt shows as ``literal``, a prompt format by its values)."""
     parts = []
     for knob, value in combo.items():
         text = str(value) if knob != "system_prompt" or value in ("bfcl", "strong", "none") else "literal"
+        if knob == "prompt_format" and value is not None:
+            text = PromptFormat.parse(value).short
         parts.append(f"{knob}={text}")
     return ",".join(parts) or "default"
 
@@ -196,6 +199,7 @@ def run_vary(
     for row in rows:
         row["paired"] = paired_difference(base_rewards, _rewards(out / row["folder"]))
         row["seed_spread"] = seed_spread(row["per_seed"])
+    formats = format_rewards(base_knobs, base_rewards, rows, out)
     data = {
         "design": "one_factor",
         "base": {
@@ -207,9 +211,69 @@ def run_vary(
         "bootstrap": {"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED, "unit": "task"},
         "changes": rows,
     }
+    if len(formats) > 1:
+        data["format_sensitivity"] = format_sensitivity(formats, change_seeds)
     (out / "sweep.json").write_text(json.dumps(data, indent=2))
     (out / "sweep.md").write_text(vary_markdown(data))
     return data
+
+
+def format_rewards(
+    base_knobs: Mapping[str, Any],
+    base_rewards: Mapping[tuple[str, int], float],
+    rows: Sequence[Mapping[str, Any]],
+    out: Path,
+) -> dict[str, dict[tuple[str, int], float]]:
+    """Each ``prompt_format`` configuration of a one-factor sweep (the base's and the changes'), its rewards."""
+    if base_knobs.get("prompt_format") is None:
+        return {}
+    formats = {str(base_knobs["prompt_format"]): dict(base_rewards)}
+    for row in rows:
+        if row["knob"] == "prompt_format":
+            formats[row["value"]] = _rewards(out / row["folder"])
+    return formats
+
+
+def format_sensitivity(formats: Mapping[str, Mapping[tuple[str, int], float]], seeds: Sequence[int]) -> dict[str, Any]:
+    """BFCL's format-sensitivity summary over the configurations played (``format_sensitivity_runner``'s statistics).
+
+    Per configuration the accuracy (mean reward) over the episodes of `seeds` (the seeds every
+    configuration played); then, as bfcl_eval computes them across configurations, the sample
+    standard deviation (``statistics.stdev``), the sample variance and max - min, all in
+    fractions here (BFCL prints them in points, rounded to 2 decimals); 0 with one configuration.
+    """
+    wanted = set(seeds)
+    accuracy = {}
+    for config, rewards in formats.items():
+        values = [r for (_, seed), r in rewards.items() if seed in wanted]
+        accuracy[config] = statistics.fmean(values) if values else 0.0
+    values = list(accuracy.values())
+    several = len(values) > 1
+    return {
+        "configurations": len(values),
+        "seeds": sorted(wanted),
+        "accuracy": accuracy,
+        "std": statistics.stdev(values) if several else 0.0,
+        "variance": statistics.variance(values) if several else 0.0,
+        "max_minus_min": max(values) - min(values) if several else 0.0,
+        "rule": "bfcl_eval format_sensitivity_runner: sample std and variance over configurations",
+    }
+
+
+def _format_markdown(block: Mapping[str, Any]) -> list[str]:
+    lines = [
+        "",
+        "## BFCL format sensitivity",
+        "",
+        f"{block['configurations']} prompt_format configurations, seeds {block['seeds']}: accuracy std "
+        f"{100 * block['std']:.2f} points (sample std, as bfcl_eval's format_sensitivity_runner), max - min "
+        f"{100 * block['max_minus_min']:.2f} points.",
+        "",
+        "| prompt_format | accuracy (%) |",
+        "|---|---|",
+    ]
+    lines += [f"| {config} | {100 * acc:.2f} |" for config, acc in block["accuracy"].items()]
+    return lines
 
 
 def _pts(value: float | None, signed: bool = False) -> str:
@@ -240,6 +304,8 @@ def vary_markdown(data: Mapping[str, Any]) -> str:
             f"{_pts(row['overall'])} | {_pts(p['diff'], True)} | {ci} | {_pts(p['se'])} | "
             f"{_pts(row['seed_spread']['max_minus_min'])} |"
         )
+    if "format_sensitivity" in data:
+        lines += _format_markdown(data["format_sensitivity"])
     return "\n".join(lines) + "\n"
 
 

@@ -71,11 +71,15 @@ class SystemPromptSpec:
         name: ``bfcl``, ``strong``, ``none`` or ``literal``.
         template: The text, with ``{functions}`` where the tool list goes; None for ``none``.
         format_functions: Renders the function docs that replace ``{functions}``.
+        hashed: What `sha256` hashes in place of the template, for a prompt that `format_functions`
+            builds whole (the template is then just ``{functions}``: BFCL's format-sensitivity
+            builder, `tooluse_gym.prompt_formats`); None hashes the template.
     """
 
     name: str
     template: str | None
     format_functions: Callable[[Sequence[Mapping[str, Any]]], str] = _one_per_line
+    hashed: str | None = None
 
     @cached_property
     def carries_tools(self) -> bool:
@@ -90,6 +94,8 @@ class SystemPromptSpec:
     @property
     def sha256(self) -> str:
         """The template's sha256, before functions are inserted ("" for ``none``): the card's `system_prompt_sha256`."""
+        if self.hashed is not None:
+            return sha256_text(self.hashed)
         return sha256_text(self.template) if self.template is not None else ""
 
     def render(self, functions: Sequence[Mapping[str, Any]]) -> str | None:

@@ -71,6 +71,8 @@ def knobs_page() -> str:
             allowed = ", ".join(f"`{v}`" for v in values)
         elif field.name == "system_prompt":
             allowed = ", ".join(f"`{v}`" for v in SYSTEM_PROMPTS) + ", any other text"
+        elif field.name == "prompt_format":
+            allowed = "one of BFCL's 26 format-grid configurations, or None"
         else:
             allowed = str(field.type).replace(" | ", " or ").replace("|", " or ")
         defaults = [getattr(d, field.name) for d in ids.values()]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 
 import pytest
 
 from tooluse_agents.cli import main
-from tooluse_agents.sweep import one_factor_changes, paired_difference, seed_spread
+from tooluse_agents.sweep import format_sensitivity, one_factor_changes, paired_difference, seed_spread
 
 
 def test_the_first_value_of_each_knob_is_the_base_and_every_other_value_one_change():
@@ -79,3 +80,34 @@ def test_vary_end_to_end_with_the_oracle(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["sweep", "--vary", "--agent", "oracle", "--out", str(out), "--change-seeds"])
     assert main(["sweep", "--agent", "oracle", "--change-seeds", "0", "--out", str(tmp_path / "x")]) == 2
+
+
+def test_format_sensitivity_is_bfcls_statistics():
+    formats = {"a": {("t1", 0): 1.0, ("t2", 0): 0.0, ("t1", 1): 0.0}, "b": {("t1", 0): 1.0, ("t2", 0): 1.0}}
+    block = format_sensitivity(formats, [0])
+    assert block["accuracy"] == {"a": 0.5, "b": 1.0}  # seed 1 is not every configuration's: left out
+    assert block["std"] == statistics.stdev([0.5, 1.0]) and block["max_minus_min"] == 0.5
+    assert block["variance"] == statistics.variance([0.5, 1.0])
+    assert format_sensitivity({"a": formats["a"]}, [0])["std"] == 0.0  # one configuration: BFCL reports 0
+
+
+def test_vary_over_bfcls_format_grid_with_the_oracle(tmp_path, capsys):
+    pytest.importorskip("tree_sitter", reason="bfcl_eval's prompt builder needs tree_sitter (the dev extra)")
+    from tooluse_gym.prompt_formats import default_prompt_format, prompt_formats
+
+    out = tmp_path / "formats"
+    argv = [
+        "sweep", "--vary", "--agent", "oracle", "--categories", "simple_python", "parallel", "--limit", "2",
+        "--seeds", "0", "--prompt-format", default_prompt_format(), "all", "--no-progress", "--out", str(out),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    data = json.loads((out / "sweep.json").read_text())
+    assert data["base"]["knobs"]["prompt_format"] == default_prompt_format()
+    assert len(data["changes"]) == 25 and all(c["knob"] == "prompt_format" for c in data["changes"])
+    block = data["format_sensitivity"]
+    assert block["configurations"] == 26 and set(block["accuracy"]) == set(prompt_formats())
+    assert set(block["accuracy"].values()) == {1.0}  # the oracle writes every return format as BFCL reads it
+    assert block["std"] == 0.0 and block["max_minus_min"] == 0.0
+    assert (out / "prompt_format=json.tag.xml.plaintext.classic" / "results.json").exists()
+    text = capsys.readouterr().out
+    assert "## BFCL format sensitivity" in text and "26 prompt_format configurations" in text

@@ -145,6 +145,9 @@ BAD_VALUES = [
     ("max_steps_per_turn", 2.0),
     ("tokenizer", 3),
     ("chat_template", ["{{ messages }}"]),
+    ("prompt_format", 3),
+    ("prompt_format", "json"),
+    ("prompt_format", "ret_fmt=python&tool_call_tag=True&func_doc_fmt=json&prompt_fmt=markdown&style=classic"),
 ]
 
 

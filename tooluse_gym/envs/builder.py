@@ -111,6 +111,8 @@ def build_env(
         **knobs.card_fields(**dict(card_extra or {})),
     )
     env: gym.Env
+    if knobs.prompt_format is not None and not pool.single_turn:
+        check_multi_turn_format(knobs.prompt_format, env_id)
     if pool.single_turn:
         env = SingleTurnEnv(pool.tasks, knobs=knobs, protocol=card, render_mode=render_mode)
         return wrap(env, knobs)
@@ -124,6 +126,26 @@ def build_env(
         render_mode=render_mode,
     )
     return wrap(env, knobs)
+
+
+def check_multi_turn_format(config: str, env_id: str) -> None:
+    """Refuse a ``prompt_format`` whose calls BFCL's multi-turn decoding cannot read (`ValueError` saying why).
+
+    BFCL runs its format grid on single-turn entries only. Its multi-turn loop decodes every
+    message with ``decode_execute``, which reads a bare Python call list; so the configurations
+    that ask for one (``ret_fmt=python&tool_call_tag=False``, any doc format, layout or style)
+    apply to multi-turn envs cleanly (BFCL's prompt for them, the usual decoding), and the
+    others would be scored by a rule BFCL never applies.
+    """
+    from tooluse_gym.prompt_formats import PromptFormat
+
+    fmt = PromptFormat.parse(config)
+    if not fmt.python_calls:
+        raise ValueError(
+            f"{env_id} cannot use prompt_format {config!r}: BFCL runs its format grid on single-turn entries "
+            "only, and its multi-turn loop decodes every message as a bare Python call list (decode_execute), "
+            "so only configurations with ret_fmt=python&tool_call_tag=False apply to multi-turn envs"
+        )
 
 
 def make_task_env(

@@ -120,6 +120,12 @@ class Knobs:
         tokenizer: Add ``prompt`` rendered with this tokenizer's chat template (a local
             folder, a cached hub id, or ``smollm2-135m``).
         chat_template: Jinja text or a file path replacing the tokenizer's template.
+        prompt_format: One of the 26 configuration strings of BFCL's format-sensitivity grid
+            (``ret_fmt=json&tool_call_tag=True&func_doc_fmt=xml&prompt_fmt=plaintext&style=classic``):
+            the system prompt is the one BFCL builds for it and messages are decoded in its
+            return format (`tooluse_gym.prompt_formats`); None (default): BFCL's default prompt.
+            Needs ``system_prompt='bfcl'`` and ``tool_format='python'``; on multi-turn envs only
+            the configurations whose calls are bare Python lists apply.
     """
 
     template: str = "native"
@@ -133,6 +139,7 @@ class Knobs:
     max_steps_per_turn: int = MAX_STEPS_PER_TURN
     tokenizer: str | None = None
     chat_template: str | None = None
+    prompt_format: str | None = None
 
     def __post_init__(self) -> None:
         for knob, choices in CHOICES.items():
@@ -144,6 +151,19 @@ class Knobs:
         warn_if_mistyped_prompt(self.system_prompt)
         if self.max_steps_per_turn < 1:
             raise ValueError(f"max_steps_per_turn must be >= 1, got {self.max_steps_per_turn}")
+        if self.prompt_format is not None:
+            self._check_prompt_format()
+
+    def _check_prompt_format(self) -> None:
+        from tooluse_gym.prompt_formats import check_prompt_format
+
+        check_prompt_format(self.prompt_format)
+        for knob, needed in (("system_prompt", "bfcl"), ("tool_format", "python")):
+            if getattr(self, knob) != needed:
+                raise ValueError(
+                    f"prompt_format sets the system prompt and the call format (BFCL's builder and its return "
+                    f"format), so {knob} must stay {needed!r}; got {getattr(self, knob)!r}"
+                )
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -172,7 +192,11 @@ class Knobs:
 
     @cached_property
     def prompt(self) -> SystemPromptSpec:
-        """The system prompt, resolved once (``bfcl`` reads bfcl_eval's text)."""
+        """The system prompt, resolved once (``bfcl`` reads bfcl_eval's text; `prompt_format`, its builder's)."""
+        if self.prompt_format is not None:
+            from tooluse_gym.prompt_formats import prompt_format_spec
+
+            return prompt_format_spec(self.prompt_format)
         return system_prompt_spec(self.system_prompt, self.tool_format)
 
     def card_fields(self, **extra: str) -> dict[str, Any]:
@@ -181,6 +205,8 @@ class Knobs:
             extra["tokenizer"] = self.tokenizer
             if self.chat_template is not None:
                 extra["chat_template_sha256"] = sha256_text(self.chat_template)
+        if self.prompt_format is not None:  # in `extra`: cards without it keep their fingerprints
+            extra["prompt_format"] = self.prompt_format
         prompt = self.prompt
         return {
             "template": self.template,

@@ -13,6 +13,11 @@ message:
   ``strict_tools``, ``validate_args`` and ``max_steps_per_turn`` keep their defaults, and any
   other value is refused (`ValueError`) rather than recorded on a card where it changed nothing.
 * ``decoder`` is ``bfcl`` only: a friendlier decoder for single-turn is not written yet.
+* ``prompt_format`` (one configuration of BFCL's format-sensitivity grid) applies to the Python
+  categories: the system prompt is BFCL's builder's for it and the message is decoded in its
+  return format (`tooluse_gym.tools.bfcl_format_decoding`). BFCL's grid draws its 200 entries
+  from the Python AST categories; the Java and JavaScript categories refuse it (their calls
+  are read as Java or JavaScript text, which no configuration asks for).
 
 Function names: when the system prompt carries the function list (BFCL's prompting mode) the
 names keep their dots, as BFCL's prompting models are scored; when the functions travel in the

@@ -13,11 +13,13 @@ from tooluse_gym import ast_languages
 from tooluse_gym.ast_checker import AstVerdict, verdict
 from tooluse_gym.envs.base import TaskEnv
 from tooluse_gym.envs.knobs import Knobs
+from tooluse_gym.prompt_formats import PromptFormat
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.spaces import AssistantAction, Conversation, ToolSchemas
 from tooluse_gym.tasks.bfcl_single_turn import SingleTurnTask
 from tooluse_gym.tasks.task import Task
-from tooluse_gym.tools.bfcl_ast_decoding import decode_ast_action
+from tooluse_gym.tools.bfcl_ast_decoding import AstDecoded, decode_ast_action
+from tooluse_gym.tools.bfcl_format_decoding import decode_format_action
 from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS
 from tooluse_gym.tools.schemas import openai_tool
 from tooluse_gym.types import StepRecord
@@ -59,8 +61,9 @@ class SingleTurnEnv(TaskEnv):
     rules (`tooluse_gym.ast_checker`). Nothing is executed.
 
     ## Action Space
-    `AssistantAction`: the message as text (decoded in the ``tool_format`` knob's syntax), or
-    an OpenAI-shaped dict ``{"content": str, "tool_calls": [...]}``.
+    `AssistantAction`: the message as text (decoded in the ``tool_format`` knob's syntax, or
+    in the return format of the ``prompt_format`` knob's configuration when set), or an
+    OpenAI-shaped dict ``{"content": str, "tool_calls": [...]}``.
 
     ## Observation Space
     ``Dict(messages=Conversation, tools=ToolSchemas)``: the request and the OpenAI tool schemas
@@ -107,6 +110,14 @@ class SingleTurnEnv(TaskEnv):
         self.messages: list[dict[str, Any]] = []
         self._verdict: AstVerdict | None = None
         self._done = True
+        self._format = PromptFormat.parse(knobs.prompt_format) if knobs.prompt_format is not None else None
+        categories = {t.category for t in tasks} if self._format is not None else set()
+        other = sorted(c for c in categories if ast_languages.language_of(c) != "python")
+        if other:
+            raise ValueError(
+                f"prompt_format applies to BFCL's Python categories (its format grid draws from them); "
+                f"{', '.join(other)} read calls as Java or JavaScript text: choose Python categories or task_ids"
+            )
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start an episode on ``options["task_id"]``, or on an entry drawn with the seed, and show its request.
@@ -133,7 +144,7 @@ class SingleTurnEnv(TaskEnv):
             raise gym.error.ResetNeeded("the episode has ended; call reset() before step()")
         task = self.episode_task()
         assert isinstance(task, SingleTurnTask)
-        decoded = decode_ast_action(action, self.knobs.tool_format, ast_languages.language_of(task.test_category))
+        decoded = self._decode(action, ast_languages.language_of(task.test_category))
         result = self._verdict = verdict(
             decoded,
             check=task.check,
@@ -159,6 +170,12 @@ class SingleTurnEnv(TaskEnv):
         info["steps_in_turn"] = 0
         info["env_messages"] = []
         return self._obs(), reward, True, False, info
+
+    def _decode(self, action: Any, language: str) -> AstDecoded:
+        """The message as BFCL decodes it: in the ``prompt_format`` knob's return format when set."""
+        if self._format is not None:
+            return decode_format_action(action, self._format.return_format, self._format.tool_call_tag)
+        return decode_ast_action(action, self.knobs.tool_format, language)
 
     def _shown_verdict(self) -> Any:
         return self._verdict

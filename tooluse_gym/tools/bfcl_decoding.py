@@ -93,7 +93,16 @@ def python_calls(text: str) -> list[tuple[Any, dict[Any, Any]]]:
         result = "[" + result
     if not result.endswith("]"):
         result = result + "]"
-    cleaned = result.strip().strip("'")
+    return python_call_list(result)
+
+
+def python_call_list(text: str) -> list[tuple[Any, dict[Any, Any]]]:
+    """The calls BFCL's ``ast_parse`` reads from Python text (no brackets added), as (name, arguments).
+
+    What `python_calls` does after adding the brackets, and what BFCL does with the text of a
+    ``<TOOLCALL>`` tag (`tooluse_gym.tools.bfcl_format_decoding`). Raises `DecodeError`.
+    """
+    cleaned = text.strip().strip("'")
     read = read_call_list(cleaned, names=True)  # the common shape, read as `ast` would read it
     if read is not None:
         return list(read)
