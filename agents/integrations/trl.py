@@ -39,6 +39,7 @@ It targets ``trl==1.16.0`` (`TESTED_TRL_VERSION`): the ``trl`` extra pins it, an
 
 from __future__ import annotations
 
+import copy
 import functools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -227,6 +228,8 @@ class TrainerAgent:
             for row, prompt in enumerate(prompts):
                 ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
                 mask[row, width - len(prompt) :] = 1
+            config = copy.deepcopy(trainer.generation_config)  # TRL's sampling settings and stop tokens
+            config.update(max_new_tokens=max(limits), return_dict_in_generate=True, output_scores=True)
             with (
                 unwrap_model_for_generation(
                     trainer.model_wrapped,
@@ -239,10 +242,7 @@ class TrainerAgent:
                 result = model.generate(
                     input_ids=ids.to(device),
                     attention_mask=mask.to(device),
-                    generation_config=trainer.generation_config,
-                    max_new_tokens=max(limits),
-                    return_dict_in_generate=True,
-                    output_scores=True,
+                    generation_config=config,  # one config, no generation kwargs beside it
                 )
                 scores = model.compute_transition_scores(result.sequences, result.scores, normalize_logits=True)
             for row, limit in enumerate(limits):

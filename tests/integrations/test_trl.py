@@ -7,6 +7,9 @@ GRPO groups come out mixed and a step moves the weights.
 
 from __future__ import annotations
 
+import logging
+import warnings
+
 import gymnasium as gym
 import pytest
 
@@ -21,6 +24,30 @@ pytest.importorskip("trl")
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+def grpo_args(tmp_path, **overrides):
+    """A CPU run's `GRPOConfig`: fp32, no gradient checkpointing, nothing saved or reported."""
+    from trl import GRPOConfig
+
+    settings = dict(
+        output_dir=str(tmp_path / "out"),
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_steps=2,
+        learning_rate=1e-3,
+        max_completion_length=128,
+        temperature=1.0,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        seed=0,
+    )
+    return GRPOConfig(**{**settings, **overrides})
 
 
 def replay(make_env, record):
@@ -40,7 +67,7 @@ def test_grpo_trainer_trains_on_our_episodes(tiny_model, tmp_path, monkeypatch):
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     make_env = env_factory(prompts_for(pool(), "next_turn"), PROTOCOL)
     train = tooluse_trl.dataset(make_env)
@@ -61,23 +88,7 @@ def test_grpo_trainer_trains_on_our_episodes(tiny_model, tmp_path, monkeypatch):
     model = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "out"),
-        use_cpu=True,
-        bf16=False,
-        gradient_checkpointing=False,
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_steps=2,
-        learning_rate=1e-3,
-        max_completion_length=128,
-        temperature=1.0,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        disable_tqdm=True,
-        seed=0,
-    )
+    args = grpo_args(tmp_path)
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=checker,
@@ -131,6 +142,62 @@ def test_grpo_trainer_trains_on_our_episodes(tiny_model, tmp_path, monkeypatch):
     assert any(not torch.equal(before[name], after[name].detach()) for name in before)
     logged = [entry for entry in trainer.state.log_history if "reward" in entry]
     assert logged and any("tooluse/error_frac" in entry for entry in logged)
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def test_generation_passes_one_generation_config(tiny_model, tmp_path, monkeypatch):
+    """transformers' generate warns when it gets a `generation_config` and generation arguments beside it.
+
+    The warning goes through transformers' logger (``logger.warning_once``: once per process,
+    so the cache is cleared first), not `warnings`. The adapter passes one config; a direct
+    call with both shows that the capture sees the warning.
+    """
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+    from trl import GRPOTrainer
+
+    make_env = env_factory(prompts_for(pool(), "next_turn"), PROTOCOL)
+    rollout = tooluse_trl.make_rollout_func(make_env, max_new_tokens=4, scripted=before_last_turn)
+    trainer = GRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32),
+        reward_funcs=tooluse_trl.checker_reward,
+        args=grpo_args(tmp_path, per_device_train_batch_size=2, num_generations=2, max_completion_length=32),
+        train_dataset=tooluse_trl.dataset(make_env),
+        processing_class=AutoTokenizer.from_pretrained(tiny_model),
+        rollout_func=rollout,
+    )
+    deprecated = "Passing `generation_config` together with generation-related arguments"
+    records, root, verbosity = _Records(), logging.getLogger("transformers"), hf_logging.get_verbosity()
+    root.addHandler(records)
+    hf_logging.set_verbosity_warning()
+    try:
+        hf_logging.warning_once.cache_clear()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = rollout(["add_2_3@turn1", "add_2_3@turn1"], trainer)
+        ours = list(records.messages)
+        hf_logging.warning_once.cache_clear()
+        prompt = torch.tensor([out["prompt_ids"][0]])
+        trainer.model.generate(input_ids=prompt, generation_config=trainer.generation_config, max_new_tokens=2)
+    finally:
+        root.removeHandler(records)
+        hf_logging.set_verbosity(verbosity)
+        rollout.close()
+
+    assert all(1 in mask for mask in out["env_mask"])  # the adapter generated: each episode holds model tokens
+    assert not [m for m in ours if deprecated in m]
+    assert not [w for w in caught if deprecated in str(w.message)]
+    assert [m for m in records.messages[len(ours) :] if deprecated in m]  # the control: both at once warns
 
 
 def test_the_rollout_function_refuses_what_it_cannot_play():
