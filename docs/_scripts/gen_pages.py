@@ -30,6 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules, however this file is loaded
 from pages_common import DOCS, ROOT, _code, _table
 from protocol_tables import first_run_table, protocol_sensitivity_page, protocol_sensitivity_table
+from single_turn_tables import seed_stability_table, single_turn_speed_table
 from result_tables import (
     dtype_cpu_table,
     efficiency_table,
@@ -232,6 +233,8 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "efficiency-v2": efficiency_v2_summary,
     "env-speed": env_speed_table,
     "env-server": env_server_table,
+    "single-turn-speed": single_turn_speed_table,
+    "seed-stability": seed_stability_table,
     "rollout-schedule": rollout_schedule_table,
     "dtype-cpu": dtype_cpu_table,
     "known-issues": known_issues_table,

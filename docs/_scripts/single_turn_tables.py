@@ -1,0 +1,80 @@
+"""Generated blocks for BFCL's single-turn half: its speed against bfcl_eval and the seed-stability study."""
+
+from __future__ import annotations
+
+from pages_common import _load, _not_measured, _table
+
+
+def single_turn_speed_table() -> str:
+    """Time per entry: ours (a whole episode, and decode + check alone) against bfcl_eval's functions."""
+    name = "single_turn_throughput.json"
+    data = _load(name)
+    if data is None:
+        return _not_measured(name, "python benchmarks/single_turn_throughput.py --write")
+    rows = [
+        [
+            f"`{fmt}`",
+            f"{r['entries']:,}",
+            f"{r['official_ms']:.3f}",
+            f"{r['core_ms']:.3f}",
+            f"**{r['core_ratio']:.2f}×**",
+            f"{r['ours_ms']:.3f}",
+            f"**{r['ratio']:.2f}×**",
+        ]
+        for fmt, r in data["formats"].items()
+    ]
+    header = [
+        "decoder",
+        "entries",
+        "bfcl_eval decode + check (ms)",
+        "ours, decode + check (ms)",
+        "ratio",
+        "ours, whole episode (ms)",
+        "ratio",
+    ]
+    m, git = data["machine"], data["git"]
+    return (
+        _table(header, rows)
+        + f"\nRatio: bfcl_eval's time / ours, median of {data['passes']} passes; every entry valid on both sides "
+        + f"in every pass. {m['cpu_model']}, Python {m['python']}, bfcl-eval {m['bfcl_eval']}, at "
+        + f"`{(git['commit'] or '?')[:7]}` (`benchmarks/results/{name}`).\n"
+    )
+
+
+def seed_stability_table() -> str:
+    """Per cell: each seed's accuracy, spread and std with intervals; the pre-registered verdict."""
+    name = "single_turn_seed_stability.json"
+    data = _load(name)
+    if data is None:
+        return _not_measured(name, "python -m experiments.seed_stability --commit")
+
+    def pts(x: float) -> str:
+        return f"{100 * x:.1f}"
+
+    rows = []
+    for cell_name, c in data["cells"].items():
+        rows.append(
+            [
+                f"`{cell_name}`",
+                c["model"],
+                c["turns"],
+                str(c["tasks"]),
+                " / ".join(pts(v) for v in c["per_seed"].values()),
+                pts(c["mean"]),
+                f"{pts(c['spread'])} [{pts(c['spread_ci95'][0])}, {pts(c['spread_ci95'][1])}]",
+                f"{pts(c['std'])} [{pts(c['std_ci95'][0])}, {pts(c['std_ci95'][1])}]",
+            ]
+        )
+    header = ["cell", "model", "turns", "tasks", "accuracy per seed", "mean", "spread [95% CI]", "std [95% CI]"]
+    f = data["finding"]
+    verdict = f"**{f['verdict']}**"
+    if "ci95" in f:
+        verdict += (
+            f": multi std - single std = {pts(f['std_difference'])} points, 95% CI "
+            f"[{pts(f['ci95'][0])}, {pts(f['ci95'][1])}]"
+        )
+    return (
+        _table(header, rows)
+        + f"\nPre-registered verdict ({data['prereg']['path']}): {verdict}. Points; seeds "
+        + f"{', '.join(map(str, data['seeds']))}; task-bootstrap intervals (`benchmarks/results/{name}`).\n"
+    )
