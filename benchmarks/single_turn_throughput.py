@@ -47,6 +47,7 @@ from tooluse_agents.rollout import RolloutJob, run_rollouts  # noqa: E402
 from tooluse_gym.ast_checker import verdict  # noqa: E402
 from tooluse_gym.ast_languages import language_of  # noqa: E402
 from tooluse_gym.envs import SINGLE_TURN_ID  # noqa: E402
+from tooluse_gym.envs.tool_env import play_messages  # noqa: E402
 from tooluse_gym.tasks.bfcl_single_turn import UNSATISFIABLE, check_of, load_single_turn_tasks  # noqa: E402
 from tooluse_gym.tools.bfcl_ast_decoding import decode_ast_action  # noqa: E402
 
@@ -75,8 +76,7 @@ def _ours(tool_format: str, messages: dict[str, str]) -> Callable[[str], bool]:
     env = _env(tool_format)
 
     def run(task_id: str) -> bool:
-        env.reset(seed=0, options={"task_id": task_id})
-        return env.step(messages[task_id])[1] == 1.0
+        return play_messages(env, task_id, [messages[task_id]]).reward == 1.0
 
     return run
 
