@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pages_common import DOCS, RESULTS, ROOT, _load, _not_measured, _table
+from single_turn_tables import seed_stability_rows, single_turn_speed_line
 
 
 def _min(seconds: float) -> str:
@@ -145,7 +146,7 @@ def status_lines() -> str:
 
 def headline_table() -> str:
     """The README's results at a glance; superseded studies are on the history page, not here."""
-    return _table(["what", "result", "verdict", "file"], _efficiency_v2_rows())
+    return _table(["what", "result", "verdict", "file"], _efficiency_v2_rows() + seed_stability_rows())
 
 
 def env_speed_table() -> str:
@@ -336,7 +337,7 @@ def speed_summary() -> str:
             f"{r['rollouts_one_at_a_time']:.2f}× vLLM rollouts one at a time, {r['rollouts_batched']:.2f}× batched, "
             f"{r['update_speed']:.2f}× a 1,000-token update (`dtype_cpu.json`)."
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + single_turn_speed_line()
 
 
 def efficiency_v2_summary() -> str:

@@ -78,3 +78,36 @@ def seed_stability_table() -> str:
         + f"\nPre-registered verdict ({data['prereg']['path']}): {verdict}. Points; seeds "
         + f"{', '.join(map(str, data['seeds']))}; task-bootstrap intervals (`benchmarks/results/{name}`).\n"
     )
+
+
+def single_turn_speed_line() -> str:
+    """The README's speed line for single-turn scoring."""
+    data = _load("single_turn_throughput.json")
+    if data is None:
+        return ""
+    parts = [
+        f"`{fmt}` decoder {r['core_ratio']:.2f}× decode + check, {r['ratio']:.2f}× a whole episode"
+        for fmt, r in data["formats"].items()
+    ]
+    entries = max(r["entries"] for r in data["formats"].values())
+    return (
+        f"- Single-turn scoring against bfcl_eval's `decode_ast` + `ast_checker` (all {entries:,} entries): "
+        f"{', '.join(parts)} (`single_turn_throughput.json`).\n"
+    )
+
+
+def seed_stability_rows() -> list[list[str]]:
+    """The README's results-at-a-glance row of the seed-stability study."""
+    data = _load("single_turn_seed_stability.json")
+    if data is None or not data.get("complete"):
+        return []
+    c, f = data["cells"], data["finding"]
+    multi, single = c[f["multi"]], c[f["single"]]
+    result = (
+        f"warm-start, 60 curriculum tasks each, {len(data['seeds'])} seeds: multi-turn spread "
+        f"{100 * multi['spread']:.1f} points (std {100 * multi['std']:.1f}), single-turn spread "
+        f"{100 * single['spread']:.1f} (std {100 * single['std']:.1f}); difference of stds "
+        f"{100 * f['std_difference']:+.1f}, 95% CI [{100 * f['ci95'][0]:+.1f}, {100 * f['ci95'][1]:+.1f}]"
+    )
+    what = "Seed stability (pre-registered): does single-turn move less with the seed than multi-turn?"
+    return [[what, result, f["verdict"], "`single_turn_seed_stability.json`"]]
