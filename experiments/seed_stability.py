@@ -16,7 +16,6 @@ import argparse
 import hashlib
 import json
 import platform
-import statistics
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -147,7 +146,6 @@ def write(prereg: dict[str, Any], path: Path, done: Mapping[str, np.ndarray], ru
         "complete": set(done) == set(prereg["cells"]),
         "cells": cells,
         "finding": finding(done, cells, stats),
-        "mean_informative_std": statistics.fmean([c["std"] for c in cells.values() if c["informative"]] or [0.0]),
     }
     RESULT.write_text(json.dumps(result, indent=2) + "\n")
     return result

@@ -16,12 +16,12 @@ finds the environment with no shim. ``tooluse_multiturn_v0`` exports `ToolUseTas
 from __future__ import annotations
 
 from tooluse_agents.integrations.verifiers import ToolUseTask, ToolUseTaskset, ToolUseTasksetConfig
-from tooluse_gym.envs import MULTI_TURN_ID, SINGLE_TURN_ID
+from tooluse_gym.envs import SINGLE_TURN_ID
 
 # after our verifiers module, which says how to install verifiers when it is missing
 import verifiers.v1 as vf  # isort: skip
 
-__all__ = ["HUB_ENV_IDS", "SingleTurnTaskset", "SingleTurnTasksetConfig", "module_name"]
+__all__ = ["SingleTurnTaskset", "SingleTurnTasksetConfig"]
 
 
 class SingleTurnTasksetConfig(ToolUseTasksetConfig):
@@ -33,12 +33,3 @@ class SingleTurnTasksetConfig(ToolUseTasksetConfig):
 
 class SingleTurnTaskset(ToolUseTaskset, vf.Taskset[ToolUseTask, SingleTurnTasksetConfig]):
     """`ToolUseTaskset` over BFCL's single-turn entries unless ``env_id`` says otherwise."""
-
-
-HUB_ENV_IDS = (MULTI_TURN_ID, SINGLE_TURN_ID)
-"""The env ids with a verifiers package of their own."""
-
-
-def module_name(env_id: str) -> str:
-    """The module verifiers imports for `env_id`: ``ToolUse-MultiTurn-v0`` -> ``tooluse_multiturn_v0``."""
-    return env_id.replace("-", "_").lower()
