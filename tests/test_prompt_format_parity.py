@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import collections
 import copy
-import json
 
 import gymnasium as gym
 import pytest
@@ -21,7 +20,7 @@ import pytest
 import tooluse_gym  # noqa: F401  (registers the env ids)
 from tests.prompt_format_cases import format_cases, official_format_verdict, write
 from tooluse_gym.ast_checker import verdict
-from tooluse_gym.prompt_formats import PromptFormat, default_prompt_format, prompt_formats
+from tooluse_gym.prompt_formats import PromptFormat, default_prompt_format, grid_task_ids, prompt_formats
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.bfcl_single_turn import SingleTurnTask, load_single_turn_tasks
 from tooluse_gym.tools.bfcl_format_decoding import decode_format_action
@@ -34,11 +33,7 @@ PER_CONFIG = 8
 
 def grid_ids() -> list[str]:
     """The 200 entry ids of BFCL's grid, from its own id file."""
-    bfcl.backend_classes()
-    from bfcl_eval.constants.eval_config import FORMAT_SENSITIVITY_IDS_PATH
-
-    with open(FORMAT_SENSITIVITY_IDS_PATH) as f:
-        return [i for ids in json.load(f).values() for i in ids]
+    return list(grid_task_ids())
 
 
 def grid_tasks() -> list[SingleTurnTask]:
@@ -53,6 +48,12 @@ def test_the_grid_is_bfcls():
     parsed = [PromptFormat.parse(c) for c in configs]
     assert {p.return_format for p in parsed} == {"python", "json", "verbose_xml", "concise_xml"}
     assert len(grid_ids()) == 200 == len(grid_tasks())
+    bfcl.backend_classes()
+    from bfcl_eval.constants.eval_config import FORMAT_SENSITIVITY_IDS_PATH
+    from bfcl_eval.utils import load_test_entries_from_id_file
+
+    _, entries = load_test_entries_from_id_file(FORMAT_SENSITIVITY_IDS_PATH)
+    assert sorted(grid_ids()) == sorted(e["id"] for e in entries)  # the ids BFCL's own loader asks
 
 
 @pytest.mark.parametrize("config", prompt_formats())

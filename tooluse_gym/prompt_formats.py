@@ -41,6 +41,7 @@ __all__ = [
     "check_prompt_format",
     "default_prompt_format",
     "expand",
+    "grid_task_ids",
     "prompt_format_spec",
     "prompt_formats",
 ]
@@ -59,6 +60,20 @@ def default_prompt_format() -> str:
     from tooluse_gym.tasks import bfcl
 
     return str(bfcl._import("bfcl_eval.constants.default_prompts").DEFAULT_SYSTEM_PROMPT_FORMAT)
+
+
+@cache
+def grid_task_ids() -> tuple[str, ...]:
+    """The 200 entry ids BFCL asks under every configuration, in its id file's order (``FORMAT_SENSITIVITY_IDS_PATH``).
+
+    They are `ToolUse-SingleTurn-v0` task ids (``category="single_turn"``); the grid as BFCL runs it is
+    ``tooluse eval sweep --vary --categories single_turn --task-ids ... --prompt-format BASE all``.
+    """
+    from tooluse_gym.tasks import bfcl
+
+    path = bfcl._import("bfcl_eval.constants.eval_config").FORMAT_SENSITIVITY_IDS_PATH
+    with open(path) as f:
+        return tuple(i for ids in json.load(f).values() for i in ids)
 
 
 def check_prompt_format(value: object) -> None:

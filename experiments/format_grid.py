@@ -1,0 +1,192 @@
+"""BFCL's format-sensitivity grid on our models: the driver of the pre-registered study (issue 39).
+
+    python -m experiments.format_grid [--prereg benchmarks/preregistered/format_grid_v1.yaml]
+                                      [--runs runs/format-grid] [--cells NAME ...] [--commit]
+
+Each cell of the pre-registration is one `tooluse eval sweep --vary --prompt-format BASE ...` (one
+vLLM engine, every configuration a resumable run folder under ``runs/format-grid/<cell>``). After
+each cell the result file (benchmarks/results/single_turn_format_grid.json) is rewritten from every
+finished cell and, with ``--commit``, committed, so an interrupted study keeps what it finished.
+The statistics are the pre-registration's: each configuration's accuracy, BFCL's sample std and
+max - min over configurations with task-bootstrap intervals, and each configuration against the
+base by an exact McNemar test, Holm-adjusted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import platform
+import statistics
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from experiments.efficiency_stats import mcnemar_exact_p
+from experiments.prereg import ROOT, checkout, git, shown
+from experiments.seed_stability import TOOLUSE, bootstrap, interval, load
+from tooluse_agents.runs.records import read_episodes
+from tooluse_gym.prompt_formats import grid_task_ids
+
+PREREG = ROOT / "benchmarks" / "preregistered" / "format_grid_v1.yaml"
+RESULT = ROOT / "benchmarks" / "results" / "single_turn_format_grid.json"
+TASK_SETS = {"bfcl_grid_every_10th": lambda: list(grid_task_ids()[::10])}
+"""Named task selections a cell may use instead of `args` (the pre-registration says what each is)."""
+
+
+def formats(prereg: Mapping[str, Any], cell: Mapping[str, Any]) -> list[str]:
+    """The cell's configurations, base first: all 26 for single-turn, the pre-registered few for multi-turn."""
+    if cell["turns"] == "single":
+        return [prereg["base"], "all"]
+    return [prereg["base"], *prereg["multi_turn_formats"]]
+
+
+def command(prereg: Mapping[str, Any], cell: Mapping[str, Any], out: Path) -> list[str]:
+    """The cell's `tooluse eval sweep --vary` command line."""
+    run = prereg["run"]
+    tasks = ["--categories", "single_turn", "--task-ids", *TASK_SETS[cell["tasks"]]()] if "tasks" in cell else []
+    return [
+        str(TOOLUSE), "eval", "sweep", "--vary", "--agent", run["agent"], "--model", cell["model"],
+        "--dtype", run["dtype"], "--schedule", run["schedule"], "--num-envs", str(run["num_envs"]), *run["flags"],
+        *cell.get("args", []), *tasks, "--seeds", str(prereg["seed"]),
+        "--prompt-format", *formats(prereg, cell), "--out", str(out), "--no-progress",
+    ]  # fmt: skip
+
+
+def outcomes(folder: Path) -> tuple[list[str], list[str], np.ndarray] | None:
+    """(configurations, tasks, configuration x task rewards) of a finished sweep, or None before it finished."""
+    path = folder / "sweep.json"
+    if not path.exists():
+        return None
+    sweep = json.loads(path.read_text())
+    folders = {sweep["base"]["knobs"]["prompt_format"]: "base"}
+    folders.update({row["value"]: row["folder"] for row in sweep["changes"] if row["knob"] == "prompt_format"})
+    by_config = {}
+    for config, name in folders.items():
+        records, _ = read_episodes(folder / name / "episodes.jsonl")
+        by_config[config] = {r.task_id: float(r.reward) for r in records}
+    tasks = sorted(by_config[next(iter(by_config))])
+    if any(sorted(rewards) != tasks for rewards in by_config.values()):
+        raise SystemExit(f"{shown(folder)}: the configurations played different tasks")
+    configs = list(by_config)
+    return configs, tasks, np.array([[by_config[c][t] for t in tasks] for c in configs])
+
+
+def summary(matrix: np.ndarray) -> tuple[float, float]:
+    """BFCL's statistics over configurations (rows): sample std and max - min of their accuracies."""
+    acc = matrix.mean(axis=1)
+    return float(statistics.stdev(acc.tolist())), float(acc.max() - acc.min())
+
+
+def holm(pvalues: Mapping[str, float]) -> dict[str, float]:
+    """Holm's step-down adjusted p values (monotone, capped at 1)."""
+    ordered = sorted(pvalues.items(), key=lambda kv: kv[1])
+    adjusted, running = {}, 0.0
+    for rank, (name, p) in enumerate(ordered):
+        running = max(running, min(1.0, (len(ordered) - rank) * p))
+        adjusted[name] = running
+    return adjusted
+
+
+def cell_stats(configs: Sequence[str], matrix: np.ndarray, stats: Mapping[str, Any]) -> dict[str, Any]:
+    """A cell's accuracies, BFCL's summary with intervals, the McNemar tests against the base and its verdict."""
+    boot, rule = stats["bootstrap"], stats["pairwise"]
+    acc = matrix.mean(axis=1)
+    std, spread = summary(matrix)
+    columns = matrix.T  # task x configuration: a task keeps all its configurations' rewards when resampled
+    stds = bootstrap([columns], lambda m: summary(m.T)[0], boot["replicates"], boot["rng_seed"])
+    spreads = bootstrap([columns], lambda m: summary(m.T)[1], boot["replicates"], boot["rng_seed"])
+    base = matrix[0] >= 0.5
+    tests = {}
+    for config, row in zip(configs[1:], matrix[1:], strict=True):
+        won, lost = int(np.sum((row >= 0.5) & ~base)), int(np.sum(~(row >= 0.5) & base))
+        tests[config] = {"accuracy": float(row.mean()), "gained": won, "lost": lost, "p": mcnemar_exact_p(won, lost)}
+    for config, p in holm({c: t["p"] for c, t in tests.items()}).items():
+        tests[config]["p_holm"] = p
+        tests[config]["differs"] = p < rule["alpha"]
+    low, high = stats["informative_range"]
+    informative = bool(np.any((acc >= low) & (acc <= high)))
+    differing = [c for c, t in tests.items() if t["differs"]]
+    verdict = ("format-sensitive" if differing else "not shown") if informative else "near a bound"
+    return {
+        "tasks": int(matrix.shape[1]),
+        "configurations": len(configs),
+        "base": configs[0],
+        "accuracy": {c: float(a) for c, a in zip(configs, acc, strict=True)},
+        "std": std,
+        "std_ci95": interval(stds),
+        "max_minus_min": spread,
+        "max_minus_min_ci95": interval(spreads),
+        "against_base": tests,
+        "informative": informative,
+        "differing": differing,
+        "verdict": verdict,
+    }
+
+
+def write(prereg: dict[str, Any], path: Path, done: Mapping[str, Any], runs: Path) -> dict[str, Any]:
+    cells = {}
+    for name, (configs, _, matrix) in done.items():
+        cell = prereg["cells"][name]
+        cells[name] = {
+            **cell_stats(configs, matrix, prereg["stats"]),
+            "model": cell["model"],
+            "turns": cell["turns"],
+            "run": shown(runs / name),
+            "command": " ".join(command(prereg, cell, runs / name)[1:]),
+        }
+    result = {
+        "study": prereg["study"],
+        "prereg": {
+            "path": shown(path),
+            "commit": git("log", "-1", "--format=%H", "--", str(path)) or None,
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        },
+        "checkout": checkout(),
+        "machine": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version()},
+        "complete": set(done) == set(prereg["cells"]),
+        "cells": cells,
+    }
+    RESULT.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--prereg", type=Path, default=PREREG)
+    parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "format-grid")
+    parser.add_argument("--cells", nargs="*", help="only these cells (default: all, in the file's order)")
+    parser.add_argument("--commit", action="store_true", help="commit the result file after each cell")
+    args = parser.parse_args(argv)
+    prereg = load(args.prereg)
+    names = args.cells or list(prereg["cells"])
+    unknown = sorted(set(names) - set(prereg["cells"]))
+    if unknown:
+        parser.error(f"unknown cells {unknown}; the pre-registration has {list(prereg['cells'])}")
+    done: dict[str, Any] = {}
+    for name in prereg["cells"]:
+        found = outcomes(args.runs / name)
+        if found is None and name in names:
+            cmd = command(prereg, prereg["cells"][name], args.runs / name)
+            print(f"[{name}] {' '.join(cmd[1:])[:300]}", flush=True)
+            subprocess.run(cmd, cwd=ROOT, check=True)
+            found = outcomes(args.runs / name)
+        if found is None:
+            continue
+        done[name] = found
+        cell = write(prereg, args.prereg, done, args.runs)["cells"][name]
+        print(f"[{name}] std {cell['std']:.3f}  max-min {cell['max_minus_min']:.3f}  {cell['verdict']}", flush=True)
+        if args.commit:
+            message = f"format grid: cell {name} ({prereg['study']})"
+            subprocess.run(["git", "add", str(RESULT)], cwd=ROOT, check=False)
+            subprocess.run(["git", "commit", "-q", "-m", message, "--", str(RESULT)], cwd=ROOT, check=False)
+    print("cells finished:", ", ".join(done) or "none")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
