@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pages_common import DOCS, RESULTS, ROOT, _load, _not_measured, _table
-from single_turn_tables import seed_stability_rows, single_turn_speed_line
+from single_turn_tables import format_grid_rows, seed_stability_rows, single_turn_speed_line
 
 
 def _min(seconds: float) -> str:
@@ -146,7 +146,8 @@ def status_lines() -> str:
 
 def headline_table() -> str:
     """The README's results at a glance; superseded studies are on the history page, not here."""
-    return _table(["what", "result", "verdict", "file"], _efficiency_v2_rows() + seed_stability_rows())
+    rows = _efficiency_v2_rows() + seed_stability_rows() + format_grid_rows()
+    return _table(["what", "result", "verdict", "file"], rows)
 
 
 def env_speed_table() -> str:

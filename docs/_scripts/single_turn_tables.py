@@ -111,3 +111,71 @@ def seed_stability_rows() -> list[list[str]]:
     )
     what = "Seed stability (pre-registered): does single-turn move less with the seed than multi-turn?"
     return [[what, result, f["verdict"], "`single_turn_seed_stability.json`"]]
+
+
+def format_grid_table() -> str:
+    """Per cell: BFCL's summary over the prompt formats, the best and worst configuration, the verdict."""
+    name = "single_turn_format_grid.json"
+    data = _load(name)
+    if data is None:
+        return _not_measured(name, "python -m experiments.format_grid --commit")
+
+    def pts(x: float) -> str:
+        return f"{100 * x:.1f}"
+
+    def short(config: str) -> str:
+        return "`" + config.replace("&prompt_fmt=plaintext", "").replace("&style=classic", "") + "`"
+
+    rows = []
+    for cell_name, c in data["cells"].items():
+        acc = c["accuracy"]
+        best, worst = max(acc, key=acc.__getitem__), min(acc, key=acc.__getitem__)
+        rows.append(
+            [
+                f"`{cell_name}`",
+                c["model"],
+                c["turns"],
+                f"{c['configurations']} x {c['tasks']}",
+                pts(acc[c["base"]]),
+                f"{pts(acc[best])} {short(best)}",
+                f"{pts(acc[worst])} {short(worst)}",
+                f"{pts(c['std'])} [{pts(c['std_ci95'][0])}, {pts(c['std_ci95'][1])}]",
+                f"{pts(c['max_minus_min'])} [{pts(c['max_minus_min_ci95'][0])}, {pts(c['max_minus_min_ci95'][1])}]",
+                f"{len(c['differing'])} / {c['configurations'] - 1}",
+                f"**{c['verdict']}**",
+            ]
+        )
+    header = [
+        "cell",
+        "model",
+        "turns",
+        "configurations x tasks",
+        "BFCL default (%)",
+        "best (%)",
+        "worst (%)",
+        "std [95% CI]",
+        "max - min [95% CI]",
+        "differ from default (Holm)",
+        "verdict",
+    ]
+    state = "" if data["complete"] else " Not every pre-registered cell has finished."
+    return (
+        _table(header, rows)
+        + f"\nPre-registered in {data['prereg']['path']}: greedy, one episode per task and configuration; std "
+        + "(sample, as bfcl_eval's format_sensitivity_runner) and max - min over configurations in points, "
+        + "task-bootstrap intervals; exact McNemar against BFCL's default configuration, Holm-adjusted. "
+        + f"Every configuration's accuracy is in `benchmarks/results/{name}`.{state}\n"
+    )
+
+
+def format_grid_rows() -> list[list[str]]:
+    """The README's results-at-a-glance row of the format-grid study."""
+    data = _load("single_turn_format_grid.json")
+    if data is None or not data.get("complete"):
+        return []
+    parts = [
+        f"{name} {100 * c['max_minus_min']:.0f} points max - min ({c['verdict']})" for name, c in data["cells"].items()
+    ]
+    verdicts = sorted({c["verdict"] for c in data["cells"].values()})
+    what = "BFCL's format grid (pre-registered): how far do its 26 prompt formats move our models?"
+    return [[what, "; ".join(parts), ", ".join(verdicts), "`single_turn_format_grid.json`"]]
