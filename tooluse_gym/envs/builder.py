@@ -16,7 +16,7 @@ import gymnasium as gym
 from tooluse_gym import __version__
 from tooluse_gym.envs.ids import TASKS_ID
 from tooluse_gym.envs.knobs import ENV_DEFAULTS, Knobs
-from tooluse_gym.envs.single_turn_env import SingleTurnEnv, check_single_turn_knobs
+from tooluse_gym.envs.single_turn_env import SingleTurnEnv, resolve_single_turn_knobs
 from tooluse_gym.envs.tool_env import EnvConfig, ToolUseEnv
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl
@@ -41,7 +41,7 @@ class TaskPool:
         label: The card's ``category``.
         single_turn: The tasks are single-turn tasks (`tooluse_gym.tasks.bfcl_single_turn.SingleTurnTask`:
             BFCL's entries or single-turn scenarios), played by `SingleTurnEnv` (one message each,
-            nothing executed, BFCL's decoder and checker).
+            nothing executed, the ``decoder`` knob's decoder and BFCL's checker).
     """
 
     tasks: tuple[Task, ...]
@@ -56,14 +56,14 @@ class TaskPool:
 
 
 def pool_knobs(pool: TaskPool, defaults: Knobs, given: Mapping[str, Any]) -> Knobs:
-    """An env id's `defaults` with the `given` knobs; a single-turn pool's decoder is ``bfcl`` unless given.
+    """An env id's `defaults` with the `given` knobs; a single-turn pool takes the env id's decoder too.
 
-    Single-turn tasks are decoded as BFCL's handlers decode them (`SingleTurnEnv`), so an env id
-    whose default decoder is ``lenient`` (scenarios, task sources) plays them with ``bfcl`` and
-    says so on its card; a ``lenient`` given explicitly is refused by `build_env`.
+    Single-turn tasks are played with the env id's default decoder like any other (``lenient``
+    for the scenario and task envs: `tooluse_gym.tools.lenient_ast_decoding` reads the message,
+    BFCL's checker judges it, and the card says ``lenient``), or with the decoder given
+    (``bfcl``: BFCL's own decoding). `build_env` resolves and refuses what cannot apply to a
+    single-turn pool (`tooluse_gym.envs.single_turn_env.resolve_single_turn_knobs`).
     """
-    if pool.single_turn and "decoder" not in given:
-        given = {**given, "decoder": "bfcl"}
     return defaults.with_defaults(**given)
 
 
@@ -94,10 +94,10 @@ def build_env(
     """The base env over `pool`, configured by `knobs`, stamped with its card, wrapped for the protocol.
 
     Raises:
-        ValueError: A single-turn pool with a knob that cannot apply to it (`check_single_turn_knobs`).
+        ValueError: A single-turn pool with a knob that cannot apply to it (`resolve_single_turn_knobs`).
     """
     if pool.single_turn:
-        check_single_turn_knobs(knobs, env_id)
+        knobs = resolve_single_turn_knobs(knobs, env_id)
     # a prompt that carries the function list takes BFCL's prompting-mode notice (it shows the new
     # functions' docs: the ``tools`` field, emptied, cannot announce them), else the function-calling one
     notice = bfcl.holdout_notice_template(prompting=knobs.prompt.carries_tools)
@@ -168,7 +168,7 @@ def make_task_env(
         render_mode: ``None`` or ``"ansi"``.
         source: A JSON task source (`tooluse_gym.envs.sources`: ``kind``, ``category``, ``path``,
             ``task_ids``, ``limit``, ``next_turn``); give this or `pool`.
-        **knobs: Knobs of `tooluse_gym.envs.knobs.Knobs` (single-turn tasks: ``decoder`` is ``bfcl``, `pool_knobs`).
+        **knobs: Knobs of `tooluse_gym.envs.knobs.Knobs` (``decoder`` defaults to ``lenient``, single-turn tasks too).
 
     Returns:
         The wrapped env.

@@ -60,8 +60,8 @@ def make_scenario_env(
     - every other keyword is a knob of `tooluse_gym.envs.knobs.Knobs`, as for
       ``ToolUse-MultiTurn-v0``, except that ``decoder`` defaults to ``lenient`` (`DEFAULTS`).
       Single-turn scenarios are played as ``ToolUse-SingleTurn-v0`` plays BFCL's entries (one
-      message, BFCL's decoder and checker): ``decoder`` is ``bfcl`` for them, and the knobs about
-      executing calls keep their defaults.
+      message, judged by BFCL's checker), decoded by the same ``lenient`` default (or BFCL's
+      decoder with ``decoder="bfcl"``); the knobs about executing calls keep their defaults.
 
     ## Version History
     - v0: initial version.

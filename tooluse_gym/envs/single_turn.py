@@ -10,9 +10,15 @@ message:
 * ``reasoning`` applies to the assistant messages a request already holds (a few
   ``live_irrelevance`` entries).
 * Knobs about executing calls have nothing to act on, since nothing executes: ``tool_results``,
-  ``strict_tools``, ``validate_args`` and ``max_steps_per_turn`` keep their defaults, and any
-  other value is refused (`ValueError`) rather than recorded on a card where it changed nothing.
-* ``decoder`` is ``bfcl`` only: a friendlier decoder for single-turn is not written yet.
+  ``strict_tools``, ``validate_args`` and ``max_steps_per_turn`` keep their defaults (``validate_args``
+  is off under either decoder), and any other value is refused (`ValueError`) rather than
+  recorded on a card where it changed nothing.
+* ``decoder``: ``bfcl`` (the default: BFCL's handlers' decoding) or ``lenient`` (the multi-turn
+  lenient parser, `tooluse_gym.tools.lenient_ast_decoding`: positional arguments bound by the
+  schema, ``<think>`` blocks, code fences and prose around the call list tolerated; a message
+  with a malformed call fails to decode as a whole). BFCL's checker judges the calls either way.
+  ``lenient`` is refused in the Java and JavaScript categories (their calls are Java or
+  JavaScript text) and with a ``prompt_format`` whose calls are not a bare Python list.
 * ``prompt_format`` (one configuration of BFCL's format-sensitivity grid) applies to the Python
   categories: the system prompt is BFCL's builder's for it and the message is decoded in its
   return format (`tooluse_gym.tools.bfcl_format_decoding`). BFCL's grid draws its 200 entries
@@ -36,7 +42,7 @@ import gymnasium as gym
 from tooluse_gym.envs.builder import TaskPool, build_env
 from tooluse_gym.envs.ids import SINGLE_TURN_ID
 from tooluse_gym.envs.knobs import ENV_DEFAULTS, Knobs
-from tooluse_gym.envs.single_turn_env import FIXED_KNOBS, check_single_turn_knobs
+from tooluse_gym.envs.single_turn_env import FIXED_KNOBS, resolve_single_turn_knobs
 from tooluse_gym.tasks.bfcl_single_turn import load_single_turn_tasks
 
 ENV_ID = SINGLE_TURN_ID
@@ -47,9 +53,7 @@ __all__ = ["DEFAULTS", "ENV_ID", "FIXED_KNOBS", "make_single_turn_env", "single_
 
 def single_turn_knobs(**knobs: Any) -> Knobs:
     """The env's knobs: `DEFAULTS` with the given ones; a knob that cannot apply to single-turn is a `ValueError`."""
-    resolved = DEFAULTS.with_defaults(**knobs)
-    check_single_turn_knobs(resolved, ENV_ID)
-    return resolved
+    return resolve_single_turn_knobs(DEFAULTS.with_defaults(**knobs), ENV_ID)
 
 
 def make_single_turn_env(

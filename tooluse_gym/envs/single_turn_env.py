@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -20,6 +21,7 @@ from tooluse_gym.tasks.bfcl_single_turn import SingleTurnTask
 from tooluse_gym.tasks.task import Task
 from tooluse_gym.tools.bfcl_ast_decoding import AstDecoded, decode_ast_action
 from tooluse_gym.tools.bfcl_format_decoding import decode_format_action
+from tooluse_gym.tools.lenient_ast_decoding import decode_lenient_action
 from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS
 from tooluse_gym.tools.schemas import openai_tool
 from tooluse_gym.types import StepRecord
@@ -28,18 +30,26 @@ FIXED_KNOBS = ("tool_results", "strict_tools", "validate_args", "max_steps_per_t
 """Knobs about executing calls: single-turn executes nothing, so only their defaults are accepted."""
 
 
+def resolve_single_turn_knobs(knobs: Knobs, env_id: str) -> Knobs:
+    """The knobs a single-turn env plays under: `validate_args` unset is off; a knob that cannot apply is refused.
+
+    Nothing executes, so nothing is validated before a call: BFCL's checker judges the arguments,
+    under either decoder (the card says ``validate_args: false``; the ``lenient`` decoder's default
+    elsewhere is on). Then `check_single_turn_knobs`.
+    """
+    if knobs.validate_args is None:
+        knobs = dataclasses.replace(knobs, validate_args=False)
+    check_single_turn_knobs(knobs, env_id)
+    return knobs
+
+
 def check_single_turn_knobs(knobs: Knobs, env_id: str) -> None:
     """Refuse knobs that cannot apply to one message judged without executing anything (`ValueError`).
 
-    The decoder is BFCL's (``decoder="bfcl"``), and the knobs about executing calls (`FIXED_KNOBS`)
-    keep the defaults of `Knobs`: a card never records a value that changed nothing.
+    The knobs about executing calls (`FIXED_KNOBS`) keep the defaults of `Knobs` (a card never
+    records a value that changed nothing), and ``decoder="lenient"`` takes no ``prompt_format``
+    but those whose calls are a bare Python list (the others are decoded in BFCL's return format).
     """
-    if knobs.decoder != "bfcl":
-        raise ValueError(
-            f"{env_id} decodes single-turn tasks as BFCL does (decoder='bfcl'); decoder={knobs.decoder!r} "
-            "is not available for them: pass decoder='bfcl' (the `tooluse` commands: --decoder bfcl; a training "
-            "config: protocol: {decoder: bfcl})"
-        )
     defaults = Knobs()
     for knob in FIXED_KNOBS:
         value = knobs.validates_args if knob == "validate_args" else getattr(knobs, knob)
@@ -49,6 +59,13 @@ def check_single_turn_knobs(knobs: Knobs, env_id: str) -> None:
                 f"{env_id} executes no call in a single-turn task, so {knob} cannot apply: leave it at "
                 f"{default!r}, got {value!r}"
             )
+    lenient_format = knobs.decoder == "lenient" and knobs.prompt_format is not None
+    if lenient_format and not PromptFormat.parse(str(knobs.prompt_format)).python_calls:
+        raise ValueError(
+            f"{env_id}: prompt_format {knobs.prompt_format!r} asks for calls in its own return format, which "
+            "BFCL's decoder for it reads (decoder='bfcl'); decoder='lenient' reads Python call lists, so it takes "
+            "only the configurations with ret_fmt=python&tool_call_tag=False"
+        )
 
 
 class SingleTurnEnv(TaskEnv):
@@ -57,8 +74,9 @@ class SingleTurnEnv(TaskEnv):
     ## Description
     Each episode is one BFCL single-turn entry: the request (one or more messages) and the
     functions offered. The agent's one message is decoded as BFCL's handlers decode it
-    (`tooluse_gym.tools.bfcl_ast_decoding`) and judged by BFCL's AST checker or its relevance
-    rules (`tooluse_gym.ast_checker`). Nothing is executed.
+    (``decoder="bfcl"``: `tooluse_gym.tools.bfcl_ast_decoding`) or by the lenient parser
+    (``lenient``: `tooluse_gym.tools.lenient_ast_decoding`), and judged by BFCL's AST checker or
+    its relevance rules (`tooluse_gym.ast_checker`). Nothing is executed.
 
     ## Action Space
     `AssistantAction`: the message as text (decoded in the ``tool_format`` knob's syntax, or
@@ -111,12 +129,17 @@ class SingleTurnEnv(TaskEnv):
         self._verdict: AstVerdict | None = None
         self._done = True
         self._format = PromptFormat.parse(knobs.prompt_format) if knobs.prompt_format is not None else None
-        categories = {t.category for t in tasks} if self._format is not None else set()
-        other = sorted(c for c in categories if ast_languages.language_of(c) != "python")
-        if other:
+        other = sorted({t.category for t in tasks if ast_languages.language_of(t.test_category) != "python"})
+        if other and self._format is not None:
             raise ValueError(
                 f"prompt_format applies to BFCL's Python categories (its format grid draws from them); "
                 f"{', '.join(other)} read calls as Java or JavaScript text: choose Python categories or task_ids"
+            )
+        if other and knobs.decoder == "lenient":
+            raise ValueError(
+                f"decoder='lenient' reads Python call syntax and JSON; {', '.join(other)} answer with Java or "
+                "JavaScript call text, which only BFCL's own parsers read: pass decoder='bfcl', or choose Python "
+                "categories or task_ids"
             )
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -144,7 +167,7 @@ class SingleTurnEnv(TaskEnv):
             raise gym.error.ResetNeeded("the episode has ended; call reset() before step()")
         task = self.episode_task()
         assert isinstance(task, SingleTurnTask)
-        decoded = self._decode(action, ast_languages.language_of(task.test_category))
+        decoded = self._decode(action, task)
         result = self._verdict = verdict(
             decoded,
             check=task.check,
@@ -171,11 +194,19 @@ class SingleTurnEnv(TaskEnv):
         info["env_messages"] = []
         return self._obs(), reward, True, False, info
 
-    def _decode(self, action: Any, language: str) -> AstDecoded:
-        """The message as BFCL decodes it: in the ``prompt_format`` knob's return format when set."""
+    def _decode(self, action: Any, task: SingleTurnTask) -> AstDecoded:
+        """The message as the ``decoder`` knob reads it: BFCL's decoders, or the lenient parser.
+
+        ``bfcl``: in the ``prompt_format`` knob's return format when set, else in ``tool_format``
+        and the category's language; ``lenient``: `tooluse_gym.tools.lenient_ast_decoding`.
+        """
+        if self.knobs.decoder == "lenient":  # a prompt_format here asks for Python lists (tool_format python)
+            return decode_lenient_action(
+                action, self.knobs.tool_format, task.checker_docs, underscore_to_dot=task.underscore_to_dot
+            )
         if self._format is not None:
             return decode_format_action(action, self._format.return_format, self._format.tool_call_tag)
-        return decode_ast_action(action, self.knobs.tool_format, language)
+        return decode_ast_action(action, self.knobs.tool_format, ast_languages.language_of(task.test_category))
 
     def _shown_verdict(self) -> Any:
         return self._verdict
