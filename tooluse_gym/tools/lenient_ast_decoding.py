@@ -30,7 +30,8 @@ The multi-turn env answers each malformed call with its own error and runs the o
 single-turn message is judged once, as a whole, as BFCL judges it. A message in which no call is
 found (prose, an empty list, no ``<tool_call>`` block, an empty reply) decodes to no calls, which the
 AST checker counts (``..._checker:wrong_count``); one that looked like an attempted call but does not
-parse keeps the parser's failure (``ast_decoder:decoder_failed``).
+parse (the whole message, or a bracketed list in prose) keeps the parser's failure
+(``ast_decoder:decoder_failed``).
 
 The size limits are the parser's (`MAX_MESSAGE_CHARS`, 64 calls, literal depth and size).
 """
@@ -98,15 +99,21 @@ def decode_lenient_action(
 
 
 def _python_calls(text: str) -> ParsedAction:
-    """The message as a call list; else the first fenced block or bracketed list in it that holds calls."""
+    """The message as a call list; else the first fenced block or bracketed list in it that holds calls.
+
+    When none does, the parser's failure on the whole message, else on the first candidate that
+    looked like an attempted call (too many calls, a syntax error inside the brackets), else none.
+    """
     whole = parse_python_calls(text)
     if whole.calls:
         return whole
+    failure = whole.failure
     for candidate in embedded_call_lists(strip_reasoning(text)):
         found = parse_python_calls(candidate)
         if found.calls:
             return ParsedAction(text, found.calls)
-    return whole
+        failure = failure or found.failure
+    return ParsedAction(text, failure=failure)
 
 
 def embedded_call_lists(text: str) -> Iterator[str]:
