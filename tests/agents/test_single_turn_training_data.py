@@ -22,8 +22,8 @@ from tooluse_gym.tasks.scenario import load_scenario_set  # noqa: E402
 CURRICULUM = Path(__file__).resolve().parents[2] / "scenarios" / "curriculum"
 TRAIN = str(CURRICULUM / "single_turn_train.yaml")
 HELDOUT = str(CURRICULUM / "single_turn_heldout.yaml")
-PROTOCOL = TRAIN_PROTOCOL.with_defaults(decoder="bfcl")
-"""The training protocol (strong prompt, JSON calls) with BFCL's decoder, which single-turn tasks take."""
+BFCL_PROTOCOL = TRAIN_PROTOCOL.with_defaults(decoder="bfcl")
+"""The training protocol (strong prompt, JSON calls) with BFCL's decoder instead of its lenient one."""
 
 
 class Prose:
@@ -44,7 +44,7 @@ class Prose:
 def test_sft_builds_one_example_per_task_from_the_possible_answers():
     tokenizer = transformers.AutoTokenizer.from_pretrained(resolve_model("tiny-random"))
     tasks = {t.task_id: t for t in load_scenario_set(TRAIN).tasks}
-    examples = build_examples(SFTConfig(scenarios=TRAIN, protocol=PROTOCOL), tokenizer)
+    examples = build_examples(SFTConfig(scenarios=TRAIN, protocol=TRAIN_PROTOCOL), tokenizer)
     assert sorted(e.task_id for e in examples) == sorted(tasks)  # one message per request, irrelevant ones too
     for example in examples:
         task = tasks[example.task_id]
@@ -56,9 +56,11 @@ def test_sft_builds_one_example_per_task_from_the_possible_answers():
             assert "<tool_call>" not in text
         else:
             assert text.count("<tool_call>") == len(task.answer)
-    # the lenient decoder (the training protocol's default) does not apply to single-turn tasks: said, not ignored
-    with pytest.raises(ValueError, match="decoder='bfcl'"):
-        build_examples(SFTConfig(scenarios=TRAIN, protocol=TRAIN_PROTOCOL, limit=2), tokenizer)
+    # BFCL's decoder builds the same examples (the completion is the possible answer, however it is decoded)
+    bfcl = build_examples(SFTConfig(scenarios=TRAIN, protocol=BFCL_PROTOCOL, limit=4), tokenizer)
+    assert [e.completion_ids for e in bfcl] == [
+        e.completion_ids for e in examples if e.task_id in {b.task_id for b in bfcl}
+    ]
 
 
 def test_a_grpo_prompt_pool_rewards_by_the_env():
@@ -70,22 +72,22 @@ def test_a_grpo_prompt_pool_rewards_by_the_env():
         "several_calls": 33,
         "irrelevant": 33,
     }
-    make_env = env_factory(pool, PROTOCOL)
-    jobs = [RolloutJob(t.task_id, 0) for t in pool.tasks]
-    sampling = SamplingConfig()
-    oracle = run_rollouts(make_env, ScriptedTurns(OracleAgent(), before_last_turn), jobs, sampling=sampling)
-    assert sorted(e.record.reward for e in oracle) == [1.0] * 132
-    prose = run_rollouts(make_env, ScriptedTurns(Prose(), before_last_turn), jobs, sampling=sampling)
-    by_tier = collections.defaultdict(list)
-    for episode in prose:
-        task = next(t for t in pool.tasks if t.task_id == episode.record.task_id)
-        by_tier[task.category].append((episode.record.reward, episode.record.error_type))
-    # JSON calls expected and none written: BFCL's count error of the category's checker
-    assert {tier: set(results) for tier, results in by_tier.items()} == {
-        "irrelevant": {(1.0, None)},
-        "one_call": {(0.0, "simple_function_checker:wrong_count")},
-        "choose": {(0.0, "multiple_function_checker:wrong_count")},
-        "several_calls": {(0.0, "parallel_function_checker_no_order:wrong_count")},
-    }
-    with pytest.raises(ValueError, match="decoder='bfcl'"):
-        env_factory(pool, TRAIN_PROTOCOL)()
+    for protocol in (TRAIN_PROTOCOL, BFCL_PROTOCOL):  # the lenient default, and BFCL's decoder
+        make_env = env_factory(pool, protocol)
+        jobs = [RolloutJob(t.task_id, 0) for t in pool.tasks]
+        sampling = SamplingConfig()
+        oracle = run_rollouts(make_env, ScriptedTurns(OracleAgent(), before_last_turn), jobs, sampling=sampling)
+        assert sorted(e.record.reward for e in oracle) == [1.0] * 132
+        assert {e.record.protocol["decoder"] for e in oracle} == {protocol.decoder}
+        prose = run_rollouts(make_env, ScriptedTurns(Prose(), before_last_turn), jobs, sampling=sampling)
+        by_tier = collections.defaultdict(list)
+        for episode in prose:
+            task = next(t for t in pool.tasks if t.task_id == episode.record.task_id)
+            by_tier[task.category].append((episode.record.reward, episode.record.error_type))
+        # JSON calls expected and none written: BFCL's count error of the category's checker, under either decoder
+        assert {tier: set(results) for tier, results in by_tier.items()} == {
+            "irrelevant": {(1.0, None)},
+            "one_call": {(0.0, "simple_function_checker:wrong_count")},
+            "choose": {(0.0, "multiple_function_checker:wrong_count")},
+            "several_calls": {(0.0, "parallel_function_checker_no_order:wrong_count")},
+        }

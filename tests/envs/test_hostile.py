@@ -9,6 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tooluse_gym.envs.tool_env import task_ids
+from tooluse_gym.tools.parsing import MAX_CALLS_PER_MESSAGE, MAX_MESSAGE_CHARS
+
 CANARY = "tooluse_canary_file"
 
 HOSTILE = [
@@ -207,35 +210,82 @@ SINGLE_TURN_ACTIONS = [
 ]
 
 
+SINGLE_TURN_IDS = [
+    "simple_python_0",
+    "parallel_multiple_0",
+    "irrelevance_0",
+    "live_relevance_0-0-0",
+    "live_simple_0-0-0",
+]
+LENIENT_HOSTILE = [
+    f"Sure! Here is the call:\n```python\n[calculate_triangle_area(base=open('{CANARY}', 'w'), height=1)]\n```",
+    f"I'll call [calculate_triangle_area(__import__('os').system('touch {CANARY}'), 1)] now.",
+    f"<think>x</think> Call: [calculate_triangle_area(*['{CANARY}'], **{{'height': 1}})]",
+    "Sure " + "[calculate_triangle_area(" * 2500,
+    "Sure " + "[f('" * 12000,
+    "Text [f(a=1) b] " * 3000,
+    "```\n" * 16000,
+    "prose [calculate_triangle_area(base=10, height=5)] " + " " * MAX_MESSAGE_CHARS,  # right, but over the cap
+]
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
 @pytest.mark.parametrize("tool_format", ["python", "json"])
-def test_single_turn_hostile_actions_never_execute_code(in_tmp, tool_format):
-    env = gym.make("ToolUse-SingleTurn-v0", category="single_turn", tool_format=tool_format)
-    ids = ["simple_python_0", "parallel_multiple_0", "irrelevance_0", "live_relevance_0-0-0", "live_simple_0-0-0"]
-    for task_id in ids:
-        for action in SINGLE_TURN_ACTIONS:
+def test_single_turn_hostile_actions_never_execute_code(in_tmp, tool_format, decoder):
+    env = gym.make(
+        "ToolUse-SingleTurn-v0",
+        category="single_turn",
+        task_ids=SINGLE_TURN_IDS,
+        tool_format=tool_format,
+        decoder=decoder,
+    )
+    for task_id in SINGLE_TURN_IDS:
+        for action in [*SINGLE_TURN_ACTIONS, *LENIENT_HOSTILE]:
             env.reset(seed=0, options={"task_id": task_id})
             obs, reward, terminated, truncated, info = env.unwrapped.step(action)
             assert terminated and not truncated
             assert env.observation_space.contains(obs)
             assert info["checker"]["error_type"] != "ast_checker:crashed"
             if "irrelevance" not in task_id and "relevance" not in task_id:
-                assert reward == 0.0
+                assert reward == 0.0, (task_id, decoder, action)
+            calls = info["step_record"].calls
+            assert len(calls) <= MAX_CALLS_PER_MESSAGE
     assert not (in_tmp / CANARY).exists()
     assert os.listdir(in_tmp) == []
 
 
 _SINGLE_TURN_ENVS = {
-    fmt: gym.make("ToolUse-SingleTurn-v0", category="single_turn", tool_format=fmt) for fmt in ("python", "json")
+    (fmt, "bfcl"): gym.make("ToolUse-SingleTurn-v0", category="single_turn", tool_format=fmt)
+    for fmt in ("python", "json")
 }
+_SINGLE_TURN_ENVS.update(
+    {  # the lenient decoder refuses the Java and JavaScript categories: every other entry
+        (fmt, "lenient"): gym.make(
+            "ToolUse-SingleTurn-v0",
+            category="single_turn",
+            task_ids=[i for i in task_ids(_SINGLE_TURN_ENVS["python", "bfcl"]) if "java" not in i],
+            tool_format=fmt,
+            decoder="lenient",
+        )
+        for fmt in ("python", "json")
+    }
+)
+single_turn_actions = st.one_of(
+    actions,
+    st.tuples(st.text(max_size=30), actions.filter(lambda a: isinstance(a, str)), st.text(max_size=30)).map("".join),
+    st.from_regex(r"[a-zA-Z ,.!']{0,20}\n?```[a-z]{0,6}\n\[?[a-z_]{1,12}\(([a-z0-9'=, ]{0,20})\)\]?\n```[a-z .]{0,10}"),
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(actions, st.sampled_from(["python", "json"]), st.integers(0, 10_000))
-def test_single_turn_step_never_raises(in_tmp, action, tool_format, index):
-    env = _SINGLE_TURN_ENVS[tool_format]
+@given(single_turn_actions, st.sampled_from(["python", "json"]), st.sampled_from(DECODERS), st.integers(0, 10_000))
+def test_single_turn_step_never_raises(in_tmp, action, tool_format, decoder, index):
+    env = _SINGLE_TURN_ENVS[tool_format, decoder]
     env.reset(seed=index)
     obs, reward, terminated, truncated, info = env.unwrapped.step(action)
     assert terminated
     assert env.observation_space.contains(obs)
     assert reward in (0.0, 1.0)
+    assert info["checker"]["error_type"] != "ast_checker:crashed"
+    assert len(info["step_record"].calls) <= MAX_CALLS_PER_MESSAGE
     assert os.listdir(in_tmp) == []

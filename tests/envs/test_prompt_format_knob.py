@@ -52,6 +52,19 @@ def test_the_return_format_decodes_the_message():
     assert reward == 0.0 and info["checker"]["error_type"] == "ast_decoder:decoder_failed"
 
 
+def test_lenient_takes_the_bare_python_configurations_only():
+    with pytest.raises(ValueError, match=r"'lenient' reads Python call lists.*ret_fmt=python&tool_call_tag=False"):
+        gym.make("ToolUse-SingleTurn-v0", category="simple_python", prompt_format=JSON_TAGGED, decoder="lenient")
+    env = gym.make("ToolUse-SingleTurn-v0", category="simple_python", prompt_format=EXPERIMENTAL, decoder="lenient")
+    obs, info = env.reset(options={"task_id": "simple_python_0"})
+    assert info["protocol"]["decoder"] == "lenient" and info["protocol"]["extra"]["prompt_format"] == EXPERIMENTAL
+    bfcl = gym.make("ToolUse-SingleTurn-v0", category="simple_python", prompt_format=EXPERIMENTAL)
+    assert bfcl.reset(options={"task_id": "simple_python_0"})[0]["messages"] == obs["messages"]  # the same prompt
+    text = "Here you go:\n```python\n[calculate_triangle_area(10, 5)]\n```"  # read by the lenient parser only
+    assert env.step(text)[1] == 1.0
+    assert bfcl.step(text)[1] == 0.0
+
+
 def test_java_and_javascript_categories_refuse_it():
     with pytest.raises(ValueError, match="Python categories"):
         gym.make("ToolUse-SingleTurn-v0", category="simple_java", prompt_format=EXPERIMENTAL)

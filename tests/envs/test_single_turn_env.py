@@ -105,7 +105,6 @@ def test_card_and_knob_rules():
     _, info = env.reset(seed=3)
     assert info["protocol"]["seed"] == 3 and info["protocol"]["env_id"] == SINGLE_TURN_ID
     for knobs in [
-        {"decoder": "lenient"},
         {"tool_results": "user_message"},
         {"strict_tools": True},
         {"validate_args": True},
@@ -114,6 +113,11 @@ def test_card_and_knob_rules():
         with pytest.raises(ValueError, match="SingleTurn"):
             gym.make(SINGLE_TURN_ID, **knobs)
     gym.make(SINGLE_TURN_ID, validate_args=False, max_steps_per_turn=20)  # the defaults are accepted
+    # lenient decoding applies; validate_args stays off under it (nothing executes: the checker judges)
+    card = protocol_card(gym.make(SINGLE_TURN_ID, decoder="lenient"))
+    assert (card.decoder, card.validate_args) == ("lenient", False)
+    with pytest.raises(ValueError, match="validate_args cannot apply"):
+        gym.make(SINGLE_TURN_ID, decoder="lenient", validate_args=True)
     with pytest.raises(TypeError, match="unknown knobs"):
         gym.make(SINGLE_TURN_ID, nonsense=1)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import collections
+import inspect
+import itertools
 from pathlib import Path
 
 import gymnasium as gym
@@ -43,20 +45,47 @@ def test_the_splits_have_every_tier_and_share_no_request():
     assert len(set(requests(train))) == len(train)
 
 
+@pytest.mark.parametrize("decoder", [None, "bfcl"])
 @pytest.mark.parametrize("tool_format", ["python", "json"])
 @pytest.mark.parametrize("path", SPLITS, ids=["train", "heldout"])
-def test_the_oracle_scores_100_percent_through_gym_make(path, tool_format):
-    env = gym.make("ToolUse-Scenario-v0", path=path, system_prompt="strong", tool_format=tool_format)
+def test_the_oracle_scores_100_percent_through_gym_make(path, tool_format, decoder):
+    """Without a decoder argument the scenario env's default, ``lenient``, plays them; ``bfcl`` given, BFCL's."""
+    knobs = {} if decoder is None else {"decoder": decoder}
+    env = gym.make("ToolUse-Scenario-v0", path=path, system_prompt="strong", tool_format=tool_format, **knobs)
     rewards = []
     for task_id in task_ids(env):
         _, info = env.reset(seed=0, options={"task_id": task_id})
-        assert info["protocol"]["decoder"] == "bfcl"
+        assert info["protocol"]["decoder"] == (decoder or "lenient") and info["protocol"]["validate_args"] is False
         text = info["task"].reference_message(0, 0, tool_format)
         _, reward, terminated, truncated, info = env.step(text)
         assert terminated and not truncated
         rewards.append(reward)
         assert info["checker"]["valid"] == (reward == 1.0), (task_id, info["checker"])
     assert rewards == [1.0] * len(load_scenario_set(path).tasks)
+
+
+def test_positional_answers_score_under_lenient_only():
+    """Each call's leading arguments by position (in the schema's order, which is the functions' signature order)."""
+    lenient = gym.make("ToolUse-Scenario-v0", path=HELDOUT, categories=["one_call", "several_calls"])
+    bfcl = gym.make("ToolUse-Scenario-v0", path=HELDOUT, categories=["one_call", "several_calls"], decoder="bfcl")
+    scores: collections.Counter[tuple[str, float]] = collections.Counter()
+    for task_id in task_ids(lenient):
+        _, info = lenient.reset(options={"task_id": task_id})
+        bfcl.reset(options={"task_id": task_id})
+        task = info["task"]
+        calls = []
+        for call in task.ground_truth[0]:
+            (doc,) = [d for d in task.functions if d["name"] == call.name]
+            signature = list(inspect.signature(getattr(get_backend(task.backends[0]).cls, call.name)).parameters)[1:]
+            assert list(doc["parameters"]["properties"]) == signature
+            leading = list(itertools.takewhile(call.arguments.__contains__, signature))
+            parts = [repr(call.arguments[p]) for p in leading]
+            parts += [f"{k}={v!r}" for k, v in call.arguments.items() if k not in leading]
+            calls.append(f"{call.name}({', '.join(parts)})")
+        text = "Sure:\n```python\n[" + ", ".join(calls) + "]\n```"
+        scores["lenient", lenient.step(text)[1]] += 1
+        scores["bfcl", bfcl.step(text)[1]] += 1
+    assert scores == {("lenient", 1.0): 66, ("bfcl", 0.0): 66}
 
 
 def _wrong(task: SingleTurnTask) -> tuple[list[tuple[str, dict]], str]:
@@ -81,10 +110,11 @@ def _wrong(task: SingleTurnTask) -> tuple[list[tuple[str, dict]], str]:
     return [(name, {**arguments, param: changed})], "value_error:"
 
 
+@pytest.mark.parametrize("decoder", ["lenient", "bfcl"])
 @pytest.mark.parametrize("response_format", ["python", "json", "fc"])
-def test_wrong_answers_score_0_with_bfcls_error_types(response_format):
+def test_wrong_answers_score_0_with_bfcls_error_types(response_format, decoder):
     knobs = {"system_prompt": "none"} if response_format == "fc" else {"tool_format": response_format}
-    env = gym.make("ToolUse-Scenario-v0", path=HELDOUT, **knobs)
+    env = gym.make("ToolUse-Scenario-v0", path=HELDOUT, decoder=decoder, **knobs)
     played = 0
     for task_id in task_ids(env):
         _, info = env.reset(seed=0, options={"task_id": task_id})
@@ -93,9 +123,11 @@ def test_wrong_answers_score_0_with_bfcls_error_types(response_format):
         assert reward == 0.0 and info["checker"]["error_type"].startswith(error), (task_id, info["checker"])
         played += 1
         _, info = env.reset(seed=0, options={"task_id": task_id})
-        if info["task"].check == "ast":  # prose where a call is due
+        if info["task"].check == "ast":  # prose where a call is due: undecodable for BFCL, no call for lenient
             _, reward, _, _, info = env.step(message("I would rather not.", response_format))
-            expected = "ast_decoder:decoder_failed" if response_format != "json" else "wrong_count"
+            expected = (
+                "ast_decoder:decoder_failed" if response_format != "json" and decoder == "bfcl" else "wrong_count"
+            )
             assert reward == 0.0 and expected in info["checker"]["error_type"], (task_id, info["checker"])
     assert played == 132
 
@@ -136,9 +168,9 @@ def test_a_reference_answer_the_checker_refuses_is_reported():
     assert not problems
 
 
-def test_single_turn_pools_take_bfcls_decoder_and_one_kind():
-    with pytest.raises(ValueError, match="decoder='bfcl'"):
-        gym.make("ToolUse-Scenario-v0", path=TRAIN, decoder="lenient")
+def test_single_turn_pools_take_the_env_ids_decoder_and_one_kind():
+    card = gym.make("ToolUse-Scenario-v0", path=TRAIN, decoder="lenient").reset(seed=0)[1]["protocol"]
+    assert (card["decoder"], card["validate_args"]) == ("lenient", False)
     with pytest.raises(ValueError, match="validate_args cannot apply"):
         gym.make("ToolUse-Scenario-v0", path=TRAIN, validate_args=True)
     with pytest.raises(ValueError, match="mixes 132 single-turn and 120 multi-turn"):
@@ -149,4 +181,6 @@ def test_single_turn_pools_take_bfcls_decoder_and_one_kind():
     env = gym.make("ToolUse-Tasks-v0", source=source)
     assert len(task_ids(env)) == 132  # irrelevant requests stay prompts: each single-turn task is checked
     _, info = env.reset(seed=3)
-    assert info["protocol"]["decoder"] == "bfcl" and info["protocol"]["env_id"] == "ToolUse-Tasks-v0"
+    assert info["protocol"]["decoder"] == "lenient" and info["protocol"]["env_id"] == "ToolUse-Tasks-v0"
+    _, info = gym.make("ToolUse-Tasks-v0", source=source, decoder="bfcl").reset(seed=3)
+    assert info["protocol"]["decoder"] == "bfcl"
