@@ -215,13 +215,9 @@ def test_the_intended_differences():
 MODES = [({}, "python"), ({"tool_format": "json"}, "json"), ({"system_prompt": "none"}, "fc")]
 
 
-@pytest.mark.parametrize(("knobs", "response_format"), MODES)
-def test_the_reference_answers_score_100_percent_under_lenient(knobs, response_format):
-    env = gym.make(SINGLE_TURN_ID, category="live", decoder="lenient", **knobs)
-    assert protocol_card(env).decoder == "lenient" and protocol_card(env).validate_args is False
-    ids = [*task_ids(env)[::23], "simple_python_3", "multiple_5", "parallel_7", "parallel_multiple_9", "irrelevance_1"]
-    env = gym.make(SINGLE_TURN_ID, category="single_turn", task_ids=ids, decoder="lenient", **knobs)
-    played = 0
+def play_references(env: gym.Env, ids: list[str], response_format: str) -> collections.Counter[str]:
+    """Each entry's reference answer (a text reply on irrelevance entries) through the env; counts of outcomes."""
+    counts: collections.Counter[str] = collections.Counter()
     for task_id in ids:
         _, info = env.reset(options={"task_id": task_id})
         task = info["task"]
@@ -229,8 +225,27 @@ def test_the_reference_answers_score_100_percent_under_lenient(knobs, response_f
         raw = message("I cannot help with that." if task.check == "irrelevance" else calls, response_format)
         _, reward, terminated, _, info = env.step(raw)
         assert terminated and reward == (0.0 if task_id in UNSATISFIABLE else 1.0), (task_id, info["checker"])
-        played += 1
-    assert played == len(ids) >= 90
+        counts["unsatisfiable" if task_id in UNSATISFIABLE else "valid"] += 1
+    return counts
+
+
+@pytest.mark.parametrize(("knobs", "response_format"), MODES)
+def test_the_reference_answers_score_100_percent_under_lenient(knobs, response_format):
+    env = gym.make(SINGLE_TURN_ID, category="live", decoder="lenient", **knobs)
+    assert protocol_card(env).decoder == "lenient" and protocol_card(env).validate_args is False
+    ids = [*task_ids(env)[::23], "simple_python_3", "multiple_5", "parallel_7", "parallel_multiple_9", "irrelevance_1"]
+    env = gym.make(SINGLE_TURN_ID, category="single_turn", task_ids=ids, decoder="lenient", **knobs)
+    assert sum(play_references(env, ids, response_format).values()) == len(ids) >= 90
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("knobs", "response_format"), MODES)
+def test_the_reference_answers_score_100_percent_under_lenient_in_every_python_category(knobs, response_format):
+    counts: collections.Counter[str] = collections.Counter()
+    for category in PYTHON_CATEGORIES:
+        env = gym.make(SINGLE_TURN_ID, category=category, decoder="lenient", **knobs)
+        counts += play_references(env, task_ids(env), response_format)
+    assert counts == {"valid": 3491 - 5, "unsatisfiable": 5}
 
 
 def test_java_and_javascript_refuse_lenient():

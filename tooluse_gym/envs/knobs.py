@@ -111,11 +111,13 @@ class Knobs:
         tool_results: ``tool_messages`` | ``user_message`` (BFCL's prompting handlers).
         decoder: ``bfcl`` (messages decoded, executed and ended exactly as bfcl_eval does,
             without eval) | ``lenient`` (a friendlier parser: positional arguments bound, code
-            fences and prose around a call list tolerated, each malformed call answered with
-            its own error).
+            fences and ``<think>`` blocks ignored, each malformed call answered with its own
+            error; on single-turn tasks prose around the call list is read too, a malformed
+            call fails the whole message, and BFCL's checker judges the calls).
         strict_tools: Refuse held-out functions before their turn and excluded functions.
         validate_args: Validate arguments against the function schema before calling
-            (None: off under ``bfcl``, which runs every call BFCL would; on under ``lenient``).
+            (None: off under ``bfcl``, which runs every call BFCL would; on under ``lenient``;
+            off on single-turn tasks, which execute nothing).
         max_steps_per_turn: Executing steps allowed per turn (BFCL: 20).
         tokenizer: Add ``prompt`` rendered with this tokenizer's chat template (a local
             folder, a cached hub id, or ``smollm2-135m``).
@@ -124,8 +126,8 @@ class Knobs:
             (``ret_fmt=json&tool_call_tag=True&func_doc_fmt=xml&prompt_fmt=plaintext&style=classic``):
             the system prompt is the one BFCL builds for it and messages are decoded in its
             return format (`tooluse_gym.prompt_formats`); None (default): BFCL's default prompt.
-            Needs ``system_prompt='bfcl'`` and ``tool_format='python'``; on multi-turn envs only
-            the configurations whose calls are bare Python lists apply.
+            Needs ``system_prompt='bfcl'`` and ``tool_format='python'``; on multi-turn envs and
+            under ``decoder='lenient'`` only the configurations whose calls are bare Python lists apply.
     """
 
     template: str = "native"
