@@ -228,6 +228,13 @@ def _warnings(
                 f"the run offered its tools in the `tools` field, so the env expected dotted function names with "
                 f"underscores; {target.model} expects the dots: BFCL may fail {dotted} entries with dotted names"
             )
+    lenient = sum(r.protocol.get("decoder", "bfcl") != "bfcl" for r in records)
+    if lenient:
+        found.append(
+            f"{lenient} episodes were decoded with decoder='lenient', not 'bfcl': BFCL decodes their messages its own "
+            "way (positional arguments dropped, prose and fences not read), so its verdicts may differ from "
+            "episodes.jsonl (the self-check lists the entries whose calls differ)"
+        )
     aborted = [r for r in records if failed_inference(r) and "irrelevance" in r.category]
     if aborted:
         found.append(

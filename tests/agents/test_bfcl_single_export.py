@@ -160,6 +160,13 @@ def test_export_warns_where_bfcl_reads_otherwise(tmp_path):
     assert "Qwen/Qwen3-8B expects the dots: BFCL may fail 1 entries" in text
     assert "1 irrelevance entries ended in an agent error" in text
     assert export.inference_errors == 1 and export.exported == 2
+    assert "decoder='lenient'" not in text
+    lenient = {**SINGLE, "decoder": "lenient"}
+    call = {"name": "calculate_triangle_area", "arguments": {"base": 10, "height": 5}}
+    run = write_run(tmp_path / "lenient", entry("[calculate_triangle_area(10, 5)]", call, protocol=lenient))
+    export = export_bfcl(run, tmp_path / "out_lenient")
+    assert "1 episodes were decoded with decoder='lenient'" in "\n".join(export.warnings)
+    assert len(export.mismatches) == 1  # BFCL drops the positional arguments: the self-check says so
 
 
 # --- BFCL's own evaluator on played runs ------------------------------------------------------

@@ -129,7 +129,8 @@ class SingleTurnEnv(TaskEnv):
         self._verdict: AstVerdict | None = None
         self._done = True
         self._format = PromptFormat.parse(knobs.prompt_format) if knobs.prompt_format is not None else None
-        other = sorted({t.category for t in tasks if ast_languages.language_of(t.test_category) != "python"})
+        scored = [t for t in self.tasks if isinstance(t, SingleTurnTask)]  # all of them (checked above)
+        other = sorted({t.category for t in scored if ast_languages.language_of(t.test_category) != "python"})
         if other and self._format is not None:
             raise ValueError(
                 f"prompt_format applies to BFCL's Python categories (its format grid draws from them); "
