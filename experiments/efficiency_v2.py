@@ -261,7 +261,7 @@ def commit_file(path: Path, message: str, tries: int = 30, cwd: Path = ROOT) -> 
     raise RuntimeError(f"git's index stayed locked; {path} is written but not committed")
 
 
-def _write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
@@ -370,7 +370,7 @@ def run(args: argparse.Namespace, paths: StudyPaths = V2, run_one: RunOne | None
             print(f"[seed {args.seed} {arm}] done: {shown(path)}", file=sys.stderr)
             continue
         result = (run_one or run_arm)(prereg, settings, args.seed, arm, order, args.start_eval)
-        _write_json(path, result)
+        write_json(path, result)
         s = result["stats"]
         times = ", ".join(f"{t} {run_summary.crossing(s, t).label()} s" for t in prereg.targets)
         print(
