@@ -24,7 +24,7 @@ result. A criterion that must hold in every seed is ``not met`` as soon as one s
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -283,13 +283,21 @@ def build_report(prereg: Prereg, folder: Path) -> dict[str, Any]:
     }
 
 
-def write_report(prereg: Prereg, folder: Path, json_path: Path, md_path: Path, plot_path: Path) -> dict[str, Any]:
-    """Build the report and write its JSON, its markdown summary and its plot."""
+def write_report(
+    prereg: Prereg,
+    folder: Path,
+    json_path: Path,
+    md_path: Path,
+    plot_path: Path,
+    build: Callable[[Prereg, Path], dict[str, Any]] = build_report,
+    summary: Callable[[Mapping[str, Any], Path, Path], str] | None = None,
+) -> dict[str, Any]:
+    """Build the report (`build`) and write its JSON, its markdown summary (`summary`, default v2's) and its plot."""
     from experiments.efficiency_figures import markdown, plot
 
-    report = build_report(prereg, folder)
+    report = build(prereg, folder)
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
     plot(report, plot_path)
-    md_path.write_text(markdown(report, json_path, plot_path), encoding="utf-8")
+    md_path.write_text((summary or markdown)(report, json_path, plot_path), encoding="utf-8")
     return report

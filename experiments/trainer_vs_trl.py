@@ -67,8 +67,19 @@ TRL_ARM = "experiments.trl_arm"
 PILOT = "pilot.json"
 SHORT_BACKEND = "hf_generate"
 """The TRL arm's backend in a smoke run whose folder has no pilot."""
-TRL_LOG_KEYS = ("step_time", "loss", "grad_norm", "entropy", "completions/mean_length", "frac_reward_zero_std")
-TRL_LOG_KEYS += ("reward", "num_tokens", "tooluse/error_frac", "tooluse/untrained_messages", "clip_ratio/region_mean")
+TRL_LOG_KEYS = (
+    "step_time",
+    "loss",
+    "grad_norm",
+    "entropy",
+    "completions/mean_length",
+    "frac_reward_zero_std",
+    "reward",
+    "num_tokens",
+    "tooluse/error_frac",
+    "tooluse/untrained_messages",
+    "clip_ratio/region_mean",
+)
 """TRL's own per-step logs kept in a result (`trl_log.jsonl` has them all)."""
 
 

@@ -47,7 +47,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 BACKENDS: dict[str, dict[str, Any]] = {
     "vllm_colocate": {"use_vllm": True, "vllm_mode": "colocate"},
@@ -340,7 +340,7 @@ def train(config: Any, config_path: str, overrides: Sequence[str], backend: str,
             processing_class=AutoTokenizer.from_pretrained(model),
             args=GRPOConfig(**settings),
             train_dataset=tooluse_trl.dataset(make_env),
-            reward_funcs=tooluse_trl.checker_reward,
+            reward_funcs=cast(Any, tooluse_trl.checker_reward),  # TRL's type wants list[float | None]
             rollout_func=meter,
             callbacks=[_callback(arm)],
         )

@@ -28,8 +28,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments import efficiency_report
+from experiments.efficiency_figures import heading, num, target_names, time_label, verdict_lines
 from experiments.efficiency_report import NOT_MET, build_report
-from experiments.prereg import Prereg, shown
+from experiments.prereg import Prereg
 
 UNDEFINED = "undefined (an arm did not learn)"
 PILOT = "pilot.json"
@@ -132,35 +134,20 @@ def build(prereg: Prereg, folder: Path) -> dict[str, Any]:
     return report
 
 
-def _num(value: Any, fmt: str = ".3f") -> str:
-    return "n/a" if value is None else format(value, fmt)
-
-
 def markdown(report: Mapping[str, Any], json_path: Path, plot_path: Path) -> str:
     """A short summary: the verdicts, one row per arm and seed, our arms over TRL, the differences, the pilot."""
     ref = report["reference"]
-    targets = [k for k in report["targets"] if k not in ("start", "gain_ref", "primary")]
-    pr = report["prereg"]
+    targets = target_names(report)
+    title = "Our GRPO trainer against TRL's GRPOTrainer (study A of issue 40, pre-registered)"
     lines = [
-        "# Our GRPO trainer against TRL's GRPOTrainer (study A of issue 40, pre-registered)",
-        "",
-        f"Pre-registration: `{pr['path']}` (commit {pr['commit'] or 'none'}). Seeds with every arm: "
-        f"{report['seeds']['complete']} of {report['seeds']['preregistered']}. Budget {report['budget_s']:.0f} "
-        "training seconds; targets " + ", ".join(f"{t} = {report['targets'][t]:.3f}" for t in targets) + ". "
-        f"Reference arm: {ref}. Full report: `{shown(json_path)}`; figure: `{shown(plot_path)}`.",
+        *heading(report, title, json_path, plot_path, note=f"; reference arm {ref}"),
         "",
         "## Verdicts",
         "",
     ]
     for arm, v in (report["verdicts"].get("learned_by_arm") or {ref: report["verdicts"]["learned"]}).items():
         lines.append(f"- learned ({arm}, every seed): **{v['status']}**")
-    for arm, v in report["verdicts"]["speedup"].items():
-        nl = report["verdicts"]["no_loss"][arm]
-        lines.append(
-            f"- {arm} vs {ref}: speed-up to {v['target']} **{v['status']}** (geometric mean {v['geometric_mean']}; "
-            + ", ".join(f"seed {s}: {label}" for s, label in v["per_seed"].items())
-            + f"); no loss **{nl['status']}**"
-        )
+    lines += verdict_lines(report, versus=f" vs {ref}")
     header = ["arm", "seed", "start", "final", "p vs start", f"p vs {ref}", *[f"t({t}) s" for t in targets]]
     header += ["s/step median [IQR]", "gen tok/s", "rollout share", "steps", "train s", "eval s"]
     lines += ["", "## Per arm and seed", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -168,20 +155,15 @@ def markdown(report: Mapping[str, Any], json_path: Path, plot_path: Path) -> str
         for seed, e in data["per_seed"].items():
             d = report["descriptive"][arm][int(seed)]
             q = d["sec_per_step"]
-            times = [
-                _num(e[f"time_to_{t}_s"], ".0f")
-                if e[f"time_to_{t}_s"] is not None
-                else f">{e[f'time_to_{t}_censored_at']:.0f}"
-                for t in targets
-            ]
-            row = [arm, str(seed), _num(e["start"]), _num(e["final"]), _num(e["mcnemar_p_vs_start"], ".2g")]
-            row += [_num(e[f"mcnemar_p_vs_{ref}"], ".2g"), *times]
-            row += [f"{_num(q['median'], '.1f')} [{_num(q['iqr'], '.1f')}]", _num(d["generated_tokens_per_s"], ".1f")]
+            times = [time_label(e, t) for t in targets]
+            row = [arm, str(seed), num(e["start"]), num(e["final"]), num(e["mcnemar_p_vs_start"], ".2g")]
+            row += [num(e[f"mcnemar_p_vs_{ref}"], ".2g"), *times]
+            row += [f"{num(q['median'], '.1f')} [{num(q['iqr'], '.1f')}]", num(d["generated_tokens_per_s"], ".1f")]
             row += [
-                _num(d["rollout_share"], ".2f"),
+                num(d["rollout_share"], ".2f"),
                 str(d["steps"]),
-                _num(d["train_s"], ".0f"),
-                _num(d["eval_s"], ".0f"),
+                num(d["train_s"], ".0f"),
+                num(d["eval_s"], ".0f"),
             ]
             lines.append("| " + " | ".join(row) + " |")
     header = ["arm", "seed", *[f"speed-up {t}" for t in targets], "s/step ours/TRL", "gen tok/s ours/TRL"]
@@ -190,8 +172,8 @@ def markdown(report: Mapping[str, Any], json_path: Path, plot_path: Path) -> str
     for arm, per_seed in report["ratios_to_trl"].items():
         for seed, r in per_seed.items():
             row = [arm, str(seed), *[str(r[f"speedup_{t}"]) for t in targets]]
-            row += [_num(r["sec_per_step_median"], ".2f"), _num(r["generated_tokens_per_s"], ".2f")]
-            row += [_num(r["final_minus_trl"], "+.3f")]
+            row += [num(r["sec_per_step_median"], ".2f"), num(r["generated_tokens_per_s"], ".2f")]
+            row += [num(r["final_minus_trl"], "+.3f")]
             lines.append("| " + " | ".join(row) + " |")
     pilot = report.get("pilot")
     if pilot:
@@ -213,11 +195,4 @@ def markdown(report: Mapping[str, Any], json_path: Path, plot_path: Path) -> str
 
 def write_report(prereg: Prereg, folder: Path, json_path: Path, md_path: Path, plot_path: Path) -> dict[str, Any]:
     """Build the report and write its JSON, its markdown summary and its plot (`efficiency_figures.plot`)."""
-    from experiments.efficiency_figures import plot
-
-    report = build(prereg, folder)
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
-    plot(report, plot_path)
-    md_path.write_text(markdown(report, json_path, plot_path), encoding="utf-8")
-    return report
+    return efficiency_report.write_report(prereg, folder, json_path, md_path, plot_path, build=build, summary=markdown)
