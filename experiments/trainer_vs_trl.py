@@ -110,8 +110,9 @@ def pilot_attempt(prereg: Prereg, settings: v2.Settings, backend: str, seed: int
     run_dir = settings.runs / "pilot" / backend
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
-    sets = v2.overrides(prereg, settings, _trl(prereg), seed, at_start=False)
-    sets += [f"run_dir={run_dir}", f"max_steps={steps}", "budget_s=null", "heldout=null"]
+    own = {"run_dir": str(run_dir), "max_steps": str(steps), "budget_s": "null", "heldout": "null"}
+    sets = [o for o in v2.overrides(prereg, settings, _trl(prereg), seed, at_start=False) if o.split("=")[0] not in own]
+    sets += [f"{k}={v}" for k, v in own.items()]
     cmd = [sys.executable, "-m", TRL_ARM, str(ROOT / prereg.base_config), *sets, "--backend", backend, "--no-progress"]
     print(f"[pilot {backend}] {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
     log = run_dir.parent / f"{backend}.log"
@@ -175,14 +176,18 @@ def pilot(args: argparse.Namespace) -> int:
     return 0 if result["chosen"] else 1
 
 
-def chosen_backend(settings: v2.Settings) -> tuple[str, dict[str, Any] | None]:
-    """The TRL arm's backend from the pilot beside the results, and the pilot's record (module docstring)."""
+def chosen_backend(prereg: Prereg, settings: v2.Settings) -> tuple[str, dict[str, Any] | None]:
+    """The TRL arm's backend from the pilot beside the results, and the pilot's record (module docstring).
+
+    The study takes only a pilot of its own: not a smoke run's, and made under this pre-registration."""
     path = settings.results / PILOT
     if not path.is_file():
         if settings.short:
             return SHORT_BACKEND, None
         raise SystemExit(f"no pilot at {shown(path)}: run `python -m experiments.trainer_vs_trl pilot` first")
     data = json.loads(path.read_text(encoding="utf-8"))
+    if not settings.short and (data.get("short") or data["prereg"]["sha256"] != prereg.sha256):
+        raise SystemExit(f"the pilot at {shown(path)} is a smoke run's or was made under another pre-registration")
     if not data.get("chosen"):
         raise SystemExit(f"the pilot at {shown(path)} chose no backend (every attempt failed)")
     return str(data["chosen"]), data
@@ -242,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
     arm = _trl(prereg)
     backend: tuple[str, dict[str, Any] | None] = ("", None)
     if not args.arms or arm in args.arms:  # before any arm runs: the TRL arm needs the pilot's choice
-        backend = chosen_backend(v2.settings_for(args, prereg, PATHS))
+        backend = chosen_backend(prereg, v2.settings_for(args, prereg, PATHS))
     return v2.run(args, PATHS, functools.partial(run_one, backend=backend))
 
 

@@ -283,3 +283,44 @@ def test_run_and_report_with_fake_trainers(prereg_file, tmp_path, monkeypatch):
     assert report["differences"] and report["pilot"] is None
     md = (out / "trainer_vs_trl.md").read_text()
     assert "| trl | 0 |" in md and "60.0 [0.0]" in md and "What could not be made equal" in md
+
+
+def test_the_pilot_picks_what_completed_and_records_what_failed(prereg_file, tmp_path, monkeypatch):
+    """vllm_colocate fails (its error recorded), hf_generate completes 3 steps: it is chosen, and run uses it."""
+
+    real_run = tvt.subprocess.run
+
+    def fake_run(cmd, **kwargs):
+        if tvt.TRL_ARM not in cmd:  # git, for the provenance
+            return real_run(cmd, **kwargs)
+        sets = dict(c.split("=", 1) for c in cmd if "=" in c)
+        run_dir, backend = Path(sets["run_dir"]), cmd[cmd.index("--backend") + 1]
+        assert sets["max_steps"] == "3" and sets["heldout"] == "null" and sets["seed"] == "0"
+        if backend == "vllm_colocate":
+            error = {"type": "ValueError", "message": "set use_vllm=False"}
+            (run_dir / "trl.json").write_text(json.dumps({"status": "failed", "error": error}))
+            return type("Done", (), {"returncode": 1})()
+        ends = [40.0, 70.0, 110.0]
+        (run_dir / "metrics.jsonl").write_text(
+            "".join(json.dumps({"step": i, "time/train_s": t}) + "\n" for i, t in enumerate(ends, 1))
+        )
+        return type("Done", (), {"returncode": 0})()
+
+    monkeypatch.setattr(tvt.subprocess, "run", fake_run)
+    model = tmp_path / "model"
+    model.mkdir()
+    out = tmp_path / "out"
+    common = ["--prereg", str(prereg_file), "--short", "--out", str(out)]
+    assert tvt.main(["pilot", *common, "--start-model", str(model)]) == 0
+    pilot = json.loads((out / "results" / "pilot.json").read_text())
+    failed, done = pilot["attempts"]
+    assert [failed["backend"], done["backend"]] == ["vllm_colocate", "hf_generate"] and pilot["chosen"] == "hf_generate"
+    assert not failed["completed"] and failed["error"]["type"] == "ValueError" and failed["median_step_s"] is None
+    assert done["completed"] and done["step_s"] == [40.0, 30.0, 40.0] and done["median_step_s"] == 40.0
+    assert tvt.choose([{**done, "median_step_s": 50.0}, {**done, "backend": "x", "median_step_s": 45.0}]) == "x"
+    prereg = load_prereg(prereg_file)
+    short = v2.settings_for(tvt.parse_args(["run", *common]), prereg, tvt.PATHS)
+    assert tvt.chosen_backend(prereg, short)[0] == "hf_generate"
+    study = short.__class__(**{**short.__dict__, "short": False})
+    with pytest.raises(SystemExit, match="smoke run"):  # a smoke run's pilot cannot fix the study's backend
+        tvt.chosen_backend(prereg, study)
