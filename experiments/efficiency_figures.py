@@ -70,40 +70,61 @@ def plot(report: Mapping[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def _num(value: Any, fmt: str = ".3f") -> str:
+def num(value: Any, fmt: str = ".3f") -> str:
+    """A number for a table ('n/a' for None)."""
     return "n/a" if value is None else format(value, fmt)
 
 
-def _time(entry: Mapping[str, Any], target: str) -> str:
+def time_label(entry: Mapping[str, Any], target: str) -> str:
+    """The time to a target of a per-seed entry, or '>c' when censored at c."""
     t = entry[f"time_to_{target}_s"]
     return f"{t:.0f}" if t is not None else f">{entry[f'time_to_{target}_censored_at']:.0f}"
 
 
-def markdown(report: Mapping[str, Any], json_path: Path, plot_path: Path) -> str:
-    """A short summary for the README to link: the criteria's verdicts and one row per arm and seed."""
-    targets = [k for k in report["targets"] if k not in ("start", "gain_ref", "primary")]
+def target_names(report: Mapping[str, Any]) -> list[str]:
+    """The report's targets to reach (T50, T75)."""
+    return [k for k in report["targets"] if k not in ("start", "gain_ref", "primary")]
+
+
+def heading(report: Mapping[str, Any], title: str, json_path: Path, plot_path: Path, note: str = "") -> list[str]:
+    """A summary's title and its paragraph: the pre-registration, seeds, budget, targets (and `note`), files."""
     pr = report["prereg"]
-    lines = [
-        "# GRPO efficiency study v2 (pre-registered)",
+    return [
+        f"# {title}",
         "",
         f"Pre-registration: `{pr['path']}` (commit {pr['commit'] or 'none'}). Seeds with every arm: "
         f"{report['seeds']['complete']} of {report['seeds']['preregistered']}. Budget {report['budget_s']:.0f} "
         f"training seconds; targets "
-        + ", ".join(f"{t} = {report['targets'][t]:.3f}" for t in targets)
-        + f" (primary {report['targets']['primary']}). Full report: `{shown(json_path)}`; figure: "
+        + ", ".join(f"{t} = {report['targets'][t]:.3f}" for t in target_names(report))
+        + f" (primary {report['targets']['primary']}{note}). Full report: `{shown(json_path)}`; figure: "
         f"`{shown(plot_path)}`.",
+    ]
+
+
+def verdict_lines(report: Mapping[str, Any], versus: str = "") -> list[str]:
+    """One line per compared arm: its speed-up verdict with the seeds' ratios, and its no-loss verdict."""
+    lines = []
+    for arm, v in report["verdicts"]["speedup"].items():
+        nl = report["verdicts"]["no_loss"][arm]
+        lines.append(
+            f"- {arm}{versus}: speed-up to {v['target']} **{v['status']}** (geometric mean {v['geometric_mean']}; "
+            + ", ".join(f"seed {s}: {label}" for s, label in v["per_seed"].items())
+            + f"); no loss **{nl['status']}**"
+        )
+    return lines
+
+
+def markdown(report: Mapping[str, Any], json_path: Path, plot_path: Path) -> str:
+    """A short summary for the README to link: the criteria's verdicts and one row per arm and seed."""
+    targets = target_names(report)
+    lines = [
+        *heading(report, "GRPO efficiency study v2 (pre-registered)", json_path, plot_path),
         "",
         "## Verdicts",
         "",
         f"- learned (vanilla, every seed): **{report['verdicts']['learned']['status']}**",
     ]
-    for arm, v in report["verdicts"]["speedup"].items():
-        nl = report["verdicts"]["no_loss"][arm]
-        lines.append(
-            f"- {arm}: speed-up to {v['target']} **{v['status']}** (geometric mean {v['geometric_mean']}; "
-            + ", ".join(f"seed {s}: {label}" for s, label in v["per_seed"].items())
-            + f"); no loss **{nl['status']}**"
-        )
+    lines += verdict_lines(report)
     header = [
         "arm",
         "seed",
@@ -122,13 +143,13 @@ def markdown(report: Mapping[str, Any], json_path: Path, plot_path: Path) -> str
             row = [
                 arm,
                 str(seed),
-                _num(e["start"]),
-                _num(e["final"]),
-                _num(e["mcnemar_p_vs_start"], ".2g"),
-                _num(e["mcnemar_p_vs_vanilla"], ".2g"),
-                _num(e["auc"]),
-                *[_time(e, t) for t in targets],
-                _num(e["train_s"], ".0f"),
+                num(e["start"]),
+                num(e["final"]),
+                num(e["mcnemar_p_vs_start"], ".2g"),
+                num(e["mcnemar_p_vs_vanilla"], ".2g"),
+                num(e["auc"]),
+                *[time_label(e, t) for t in targets],
+                num(e["train_s"], ".0f"),
                 str(e["steps"]),
             ]
             lines.append("| " + " | ".join(row) + " |")

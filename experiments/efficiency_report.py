@@ -5,14 +5,17 @@ everything from their raw data (curves, per-prompt outcomes, per-step counts) wi
 `experiments.efficiency_stats`. Only results made under the current pre-registration
 (same sha256 of its contents) count; any other is listed under ``excluded``.
 
-Verdicts, one per pre-registered criterion (per arm where it compares arms):
+Every arm is compared with the pre-registration's reference arm (`Prereg.reference`: vanilla in
+v2, TRL in study A of issue 40). Verdicts, one per pre-registered criterion (per arm where it
+compares arms):
 
-- **learned**: per seed, vanilla's final against its start on the same prompts, exact two-sided
-  McNemar p below alpha and a positive gain;
-- **speed-up** at the primary target: faster in every seed (t_vanilla / t_arm above 1, a censored
+- **learned**: per seed, the reference's final against its start on the same prompts, exact
+  two-sided McNemar p below alpha and a positive gain (``learned``); where the study tests every
+  arm (`Prereg.learned_arms`), each arm's too (``learned_by_arm``);
+- **speed-up** at the primary target: faster in every seed (t_reference / t_arm above 1, a censored
   side counting only when its bound decides), with the geometric mean over seeds beside it;
-- **no loss**: per seed the arm's final not significantly worse than vanilla's (McNemar), and the
-  mean over seeds of (arm final - vanilla final) not below minus the mean paired SE.
+- **no loss**: per seed the arm's final not significantly worse than the reference's (McNemar), and
+  the mean over seeds of (arm final - reference final) not below minus the mean paired SE.
 
 Each is ``met``, ``not met``, or ``not yet decidable`` while some pre-registered seed has no
 result. A criterion that must hold in every seed is ``not met`` as soon as one seed fails it.
@@ -21,12 +24,12 @@ result. A criterion that must hold in every seed is ``not met`` as soon as one s
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from experiments import efficiency_stats as st
-from experiments.prereg import BASELINE, Prereg, provenance, shown
+from experiments.prereg import Prereg, provenance, shown
 from experiments.run_summary import counts, crossing, outcomes_at, seed_arm_stats
 
 MET, NOT_MET, UNDECIDED = "met", "not met", "not yet decidable"
@@ -75,16 +78,17 @@ def _budget(result: Mapping[str, Any], prereg: Prereg) -> float:
     return float(result.get("budget_s") or prereg.budget_s)
 
 
-def _per_seed(result: Mapping[str, Any], vanilla: Mapping[str, Any] | None, prereg: Prereg) -> dict[str, Any]:
+def _per_seed(result: Mapping[str, Any], ref: Mapping[str, Any] | None, prereg: Prereg) -> dict[str, Any]:
     stats = seed_arm_stats(result, _budget(result, prereg), prereg.targets)
     out: dict[str, Any] = {"curve": result["curve"], **stats}
-    if vanilla is not None and vanilla is not result:
-        vs = st.paired(outcomes_at(vanilla, -1), outcomes_at(result, -1))
-        out["paired_vs_vanilla"] = vs.to_dict()
-        out["mcnemar_p_vs_vanilla"] = vs.p
-        out["auc_delta_vs_vanilla"] = stats["auc"] - seed_arm_stats(vanilla, _budget(vanilla, prereg), {})["auc"]
+    name = prereg.reference
+    if ref is not None and ref is not result:
+        vs = st.paired(outcomes_at(ref, -1), outcomes_at(result, -1))
+        out[f"paired_vs_{name}"] = vs.to_dict()
+        out[f"mcnemar_p_vs_{name}"] = vs.p
+        out[f"auc_delta_vs_{name}"] = stats["auc"] - seed_arm_stats(ref, _budget(ref, prereg), {})["auc"]
     else:
-        out["mcnemar_p_vs_vanilla"] = None
+        out[f"mcnemar_p_vs_{name}"] = None
     out.update({k: result["totals"].get(k) for k in PER_SEED_TOTALS})
     out["per_epoch"] = result["per_epoch"]
     out["machine"] = result["machine"]
@@ -92,12 +96,12 @@ def _per_seed(result: Mapping[str, Any], vanilla: Mapping[str, Any] | None, prer
     return out
 
 
-def _speedup(arm: Mapping[int, dict], vanilla: Mapping[int, dict], target: str) -> dict[str, Any]:
-    seeds = sorted(set(arm) & set(vanilla))
-    ratios = {s: st.speedup(crossing(vanilla[s], target), crossing(arm[s], target)) for s in seeds}
+def _speedup(arm: Mapping[int, dict], ref: Mapping[int, dict], target: str) -> dict[str, Any]:
+    seeds = sorted(set(arm) & set(ref))
+    ratios = {s: st.speedup(crossing(ref[s], target), crossing(arm[s], target)) for s in seeds}
     decomposition = {}
     for s in seeds:
-        v, a = vanilla[s], arm[s]
+        v, a = ref[s], arm[s]
         steps_v, steps_a = v[f"step_to_{target}"], a[f"step_to_{target}"]
         t_v, t_a = v[f"time_to_{target}_s"], a[f"time_to_{target}_s"]
         if None not in (steps_v, steps_a, t_v, t_a) and min(steps_v, steps_a, t_v, t_a) > 0:
@@ -115,13 +119,14 @@ def _speedup(arm: Mapping[int, dict], vanilla: Mapping[int, dict], target: str) 
 
 
 def _projection(prereg: Prereg, results: Mapping[tuple[int, str], dict], arm: str, per_seed: Mapping) -> dict:
-    seeds = sorted(s for s in per_seed[arm] if s in per_seed[BASELINE])
+    ref = prereg.reference
+    seeds = sorted(s for s in per_seed[arm] if s in per_seed[ref])
     target = prereg.primary
     out: dict[str, Any] = {
         "label": "projection",
         "target": target,
-        "quantity": "relative cost to reach the target: (G_arm + r U_arm) / (G_vanilla + r U_vanilla), "
-        "below 1 cheaper than vanilla",
+        "quantity": f"relative cost to reach the target: (G_arm + r U_arm) / (G_{ref} + r U_{ref}), "
+        f"below 1 cheaper than {ref}",
         "assumptions": " ".join((st.relative_cost.__doc__ or "").split()),
         "measured_r": {s: per_seed[arm][s]["measured_update_token_cost_ratio"] for s in seeds},
     }
@@ -129,9 +134,9 @@ def _projection(prereg: Prereg, results: Mapping[tuple[int, str], dict], arm: st
         costs = {
             s: st.relative_cost(
                 counts(results[(s, arm)]),
-                counts(results[(s, BASELINE)]),
+                counts(results[(s, ref)]),
                 crossing(per_seed[arm][s], target),
-                crossing(per_seed[BASELINE][s], target),
+                crossing(per_seed[ref][s], target),
                 r,
             )
             for s in seeds
@@ -151,30 +156,33 @@ def _status(falsified: bool, complete: bool, holds: bool) -> str:
     return MET if holds else NOT_MET
 
 
-def verdicts(prereg: Prereg, arms: Mapping[str, dict], per_seed: Mapping[str, dict]) -> dict[str, Any]:
-    """The pre-registered criteria (module docstring)."""
-    n = len(prereg.seeds)
-    van = per_seed[BASELINE]
+def learned(prereg: Prereg, arm: str, per_seed: Mapping[int, dict]) -> dict[str, Any]:
+    """The learned rule for one arm: per seed its final vs its start (exact McNemar p < alpha, gain > 0)."""
     learned_seeds = {
         s: {
             "gain": v["final"] - v["start"],
             "p": v["mcnemar_p_vs_start"],
             "learned": v["final"] > v["start"] and v["mcnemar_p_vs_start"] < prereg.learned_alpha,
         }
-        for s, v in van.items()
+        for s, v in per_seed.items()
     }
     failed = not all(x["learned"] for x in learned_seeds.values())
-    out: dict[str, Any] = {
-        "learned": {
-            "status": _status(failed, len(van) == n, not failed),
-            "rule": f"per seed: vanilla final vs start, exact McNemar p < {prereg.learned_alpha:g}, gain > 0",
-            "per_seed": learned_seeds,
-        },
-        "speedup": {},
-        "no_loss": {},
+    return {
+        "status": _status(failed, len(per_seed) == len(prereg.seeds), not failed),
+        "rule": f"per seed: {arm} final vs start, exact McNemar p < {prereg.learned_alpha:g}, gain > 0",
+        "per_seed": learned_seeds,
     }
+
+
+def verdicts(prereg: Prereg, arms: Mapping[str, dict], per_seed: Mapping[str, dict]) -> dict[str, Any]:
+    """The pre-registered criteria (module docstring)."""
+    n = len(prereg.seeds)
+    out: dict[str, Any] = {"learned": learned(prereg, prereg.reference, per_seed[prereg.reference])}
+    if prereg.learned_arms != (prereg.reference,):
+        out["learned_by_arm"] = {arm: learned(prereg, arm, per_seed[arm]) for arm in prereg.learned_arms}
+    out.update(speedup={}, no_loss={})
     for arm, data in arms.items():
-        if arm == BASELINE:
+        if arm == prereg.reference:
             continue
         sp = data[f"speedup_{prereg.primary}"]
         every = sp["faster_in_every_seed"]
@@ -235,19 +243,20 @@ def _notes(prereg: Prereg, results: Mapping[tuple[int, str], dict], excluded: li
 def build_report(prereg: Prereg, folder: Path) -> dict[str, Any]:
     """The report's JSON (module docstring) from the result files in `folder`."""
     results, excluded = load_results(prereg, folder)
+    ref = prereg.reference
     per_seed: dict[str, dict[int, dict]] = {arm: {} for arm in prereg.arms}
     for (seed, arm), result in sorted(results.items()):
-        per_seed[arm][seed] = _per_seed(result, results.get((seed, BASELINE)), prereg)
+        per_seed[arm][seed] = _per_seed(result, results.get((seed, ref)), prereg)
     arms: dict[str, dict] = {}
     for arm, overrides in prereg.arms.items():
         entry: dict[str, Any] = {"overrides": list(overrides), "per_seed": per_seed[arm]}
-        if arm != BASELINE:
+        if arm in prereg.trainers:
+            entry["trainer"] = dict(prereg.trainers[arm])
+        if arm != ref:
             for target in prereg.targets:
-                entry[f"speedup_{target}"] = _speedup(per_seed[arm], per_seed[BASELINE], target)
-            both = sorted(s for s in per_seed[arm] if s in per_seed[BASELINE])
-            pairs = [
-                st.paired(outcomes_at(results[(s, BASELINE)], -1), outcomes_at(results[(s, arm)], -1)) for s in both
-            ]
+                entry[f"speedup_{target}"] = _speedup(per_seed[arm], per_seed[ref], target)
+            both = sorted(s for s in per_seed[arm] if s in per_seed[ref])
+            pairs = [st.paired(outcomes_at(results[(s, ref)], -1), outcomes_at(results[(s, arm)], -1)) for s in both]
             entry["no_loss"] = st.no_loss(pairs, prereg.no_loss_alpha) if pairs else None
             if entry["no_loss"]:
                 entry["no_loss"]["seeds"] = both
@@ -274,13 +283,21 @@ def build_report(prereg: Prereg, folder: Path) -> dict[str, Any]:
     }
 
 
-def write_report(prereg: Prereg, folder: Path, json_path: Path, md_path: Path, plot_path: Path) -> dict[str, Any]:
-    """Build the report and write its JSON, its markdown summary and its plot."""
+def write_report(
+    prereg: Prereg,
+    folder: Path,
+    json_path: Path,
+    md_path: Path,
+    plot_path: Path,
+    build: Callable[[Prereg, Path], dict[str, Any]] = build_report,
+    summary: Callable[[Mapping[str, Any], Path, Path], str] | None = None,
+) -> dict[str, Any]:
+    """Build the report (`build`) and write its JSON, its markdown summary (`summary`, default v2's) and its plot."""
     from experiments.efficiency_figures import markdown, plot
 
-    report = build_report(prereg, folder)
+    report = build(prereg, folder)
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
     plot(report, plot_path)
-    md_path.write_text(markdown(report, json_path, plot_path), encoding="utf-8")
+    md_path.write_text((summary or markdown)(report, json_path, plot_path), encoding="utf-8")
     return report

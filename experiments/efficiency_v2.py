@@ -51,7 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
@@ -71,10 +71,28 @@ from experiments.prereg import (
     uncommitted,
 )
 
-RUNS = Path("runs/grpo-efficiency-v2")
-RESULTS = Path("benchmarks/results/grpo_efficiency_v2")
-REPORT = Path("benchmarks/results/grpo_efficiency_v2.json")
-PLOT = Path("docs/grpo-efficiency-v2.png")
+
+@dataclass(frozen=True)
+class StudyPaths:
+    """Where a study keeps its runs, results, report and figure (relative to the checkout), and the
+    name of its smoke runs' default folder."""
+
+    runs: Path
+    results: Path
+    report: Path
+    plot: Path
+    short_name: str
+
+
+V2 = StudyPaths(
+    Path("runs/grpo-efficiency-v2"),
+    Path("benchmarks/results/grpo_efficiency_v2"),
+    Path("benchmarks/results/grpo_efficiency_v2.json"),
+    Path("docs/grpo-efficiency-v2.png"),
+    "grpo-efficiency-v2",
+)
+TRAINER = "tooluse_agents.grpo.cli"
+"""The module our arms train with (``python -m TRAINER CONFIG OVERRIDES``)."""
 
 
 class ShortDefaults(TypedDict):
@@ -138,7 +156,7 @@ class Settings:
         return self.results / f"seed{seed}_{arm}.json"
 
 
-def settings_for(args: argparse.Namespace, prereg: Prereg) -> Settings:
+def settings_for(args: argparse.Namespace, prereg: Prereg, paths: StudyPaths = V2) -> Settings:
     """The study's paths and numbers (the pre-registration's), or a smoke run's under ``--out``."""
     if not args.short:
         for flag in ("start_model", "budget_s", "eval_every_s", "set", "out"):
@@ -147,20 +165,20 @@ def settings_for(args: argparse.Namespace, prereg: Prereg) -> Settings:
                     f"--{flag.replace('_', '-')} is for --short only: the study runs what was pre-registered"
                 )
         return Settings(
-            ROOT / RUNS,
-            ROOT / RESULTS,
-            ROOT / REPORT,
-            ROOT / PLOT,
+            ROOT / paths.runs,
+            ROOT / paths.results,
+            ROOT / paths.report,
+            ROOT / paths.plot,
             prereg.budget_s,
             prereg.eval_every_train_s,
             prereg.start_model,
         )
-    out = args.out or Path(tempfile.gettempdir()) / "grpo-efficiency-v2-short"
+    out = args.out or Path(tempfile.gettempdir()) / f"{paths.short_name}-short"
     return Settings(
         out / "runs",
         out / "results",
-        out / "grpo_efficiency_v2.json",
-        out / "grpo-efficiency-v2.png",
+        out / paths.report.name,
+        out / paths.plot.name,
         getattr(args, "budget_s", None) or SHORT["budget_s"],
         getattr(args, "eval_every_s", None) or SHORT["eval_every_s"],
         getattr(args, "start_model", None) or SHORT["start_model"],
@@ -243,7 +261,7 @@ def commit_file(path: Path, message: str, tries: int = 30, cwd: Path = ROOT) -> 
     raise RuntimeError(f"git's index stayed locked; {path} is written but not committed")
 
 
-def _write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
@@ -255,13 +273,26 @@ def train(cmd: list[str]) -> None:
     subprocess.run(cmd, cwd=ROOT, check=True)
 
 
-def run_arm(prereg: Prereg, settings: Settings, seed: int, arm: str, order: list[str], mode: str) -> dict[str, Any]:
-    """Train one (seed, arm) to its budget and return its result (not yet written)."""
+def run_arm(
+    prereg: Prereg,
+    settings: Settings,
+    seed: int,
+    arm: str,
+    order: list[str],
+    mode: str,
+    module: str = TRAINER,
+    flags: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Train one (seed, arm) to its budget and return its result (not yet written).
+
+    The arm trains with ``python -m MODULE CONFIG OVERRIDES --no-progress FLAGS``: our trainer, or
+    another trainer's driver that takes the same config and writes the same run folder
+    (`experiments.trl_arm`)."""
     from tooluse_agents.dtypes import machine
 
     plan = plan_start_eval(prereg, settings, arm, seed, mode)
     args = overrides(prereg, settings, arm, seed, plan["at_start"])
-    cmd = [sys.executable, "-m", "tooluse_agents.grpo.cli", str(ROOT / prereg.base_config), *args, "--no-progress"]
+    cmd = [sys.executable, "-m", module, str(ROOT / prereg.base_config), *args, "--no-progress", *flags]
     print(f"[seed {seed} {arm}] {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
     load_before = os.getloadavg()
     started = time.perf_counter()
@@ -281,7 +312,7 @@ def run_arm(prereg: Prereg, settings: Settings, seed: int, arm: str, order: list
         mine = run_summary.decode_outcomes(summary["heldout_prompts"], summary["evaluations"][0]["outcomes"])
         start["agrees_with"] = {"from": shared["from"], "same_outcomes": mine == theirs}
     result = {
-        "schema": "grpo_efficiency_v2.result/1",
+        "schema": f"{prereg.data['study']}.result/1",
         "study": prereg.data["study"],
         "seed": seed,
         "arm": arm,
@@ -290,14 +321,7 @@ def run_arm(prereg: Prereg, settings: Settings, seed: int, arm: str, order: list
         "prereg": provenance(prereg),
         "checkout": checkout(),
         "arm_overrides": list(prereg.arms[arm]),
-        "command": [
-            "python",
-            "-m",
-            "tooluse_agents.grpo.cli",
-            shown(ROOT / prereg.base_config),
-            *args,
-            "--no-progress",
-        ],
+        "command": ["python", "-m", module, shown(ROOT / prereg.base_config), *args, "--no-progress", *flags],
         "run_dir": shown(run_dir),
         "budget_s": settings.budget_s,
         "eval_every_train_s": settings.eval_every_s,
@@ -312,19 +336,30 @@ def run_arm(prereg: Prereg, settings: Settings, seed: int, arm: str, order: list
     return result
 
 
-def run(args: argparse.Namespace) -> int:
-    prereg = load_prereg(args.prereg)
+RunOne = Callable[[Prereg, Settings, int, str, list[str], str], dict[str, Any]]
+"""Trains one (seed, arm) and returns its result: `run_arm`'s signature."""
+
+
+def run_settings(args: argparse.Namespace, prereg: Prereg, paths: StudyPaths = V2) -> Settings:
+    """A ``run``'s settings, after the checks every timed run passes (module docstring)."""
     if not args.short and uncommitted(prereg.path):
         raise SystemExit(
             f"{shown(prereg.path)} has uncommitted changes (or is not committed): commit the pre-registration "
             "before any timed run (--short skips this check)"
         )
-    if args.commit and args.short:
+    if getattr(args, "commit", False) and args.short:
         raise SystemExit("--commit is for the study's results, not a smoke run's")
-    settings = settings_for(args, prereg)
+    settings = settings_for(args, prereg, paths)
     model = Path(settings.start_model)
     if not settings.short and not (model if model.is_absolute() else ROOT / model).is_dir():
         raise SystemExit(f"no start model at {settings.start_model}: make it first (make weakstart)")
+    return settings
+
+
+def run(args: argparse.Namespace, paths: StudyPaths = V2, run_one: RunOne | None = None) -> int:
+    """Train the arms of one seed that have no result yet, in the seed's order; write (and commit) each result."""
+    prereg = load_prereg(args.prereg)
+    settings = run_settings(args, prereg, paths)
     unknown = sorted(set(args.arms or ()) - set(prereg.arms))
     if unknown:
         raise SystemExit(f"unknown arms {unknown}; the pre-registration has {list(prereg.arms)}")
@@ -334,8 +369,8 @@ def run(args: argparse.Namespace) -> int:
         if path.exists():
             print(f"[seed {args.seed} {arm}] done: {shown(path)}", file=sys.stderr)
             continue
-        result = run_arm(prereg, settings, args.seed, arm, order, args.start_eval)
-        _write_json(path, result)
+        result = (run_one or run_arm)(prereg, settings, args.seed, arm, order, args.start_eval)
+        write_json(path, result)
         s = result["stats"]
         times = ", ".join(f"{t} {run_summary.crossing(s, t).label()} s" for t in prereg.targets)
         print(
@@ -344,7 +379,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         if args.commit:
-            commit_file(path, f"grpo_efficiency_v2: seed {args.seed} {arm} result")
+            commit_file(path, f"{prereg.data['study']}: seed {args.seed} {arm} result")
     return 0
 
 
@@ -352,19 +387,26 @@ def report(args: argparse.Namespace) -> int:
     from experiments.efficiency_report import write_report
 
     prereg = load_prereg(args.prereg)
-    settings = settings_for(args, prereg)
+    settings = settings_for(args, prereg, V2)
     rep = write_report(prereg, settings.results, settings.report, settings.markdown, settings.plot)
     print(json.dumps(rep["verdicts"], indent=1))
     print(f"report: {shown(settings.report)}, {shown(settings.markdown)}, {shown(settings.plot)}", file=sys.stderr)
     return 0
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+COMMANDS = {"run": "train the arms of one seed", "report": "the report from the results so far"}
+
+
+def build_parser(
+    description: str, prereg: Path = DEFAULT_PREREG, commands: Mapping[str, str] = COMMANDS
+) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """A study driver's parser: one subcommand per `commands` entry, each with ``--prereg``,
+    ``--short`` and ``--out``, and ``run`` with its own flags; returns it and its subcommands."""
+    parser = argparse.ArgumentParser(description=description)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, helptext in (("run", "train the arms of one seed"), ("report", "the report from the results so far")):
+    for name, helptext in commands.items():
         p = sub.add_parser(name, help=helptext)
-        p.add_argument("--prereg", type=Path, default=DEFAULT_PREREG, help="the pre-registration file")
+        p.add_argument("--prereg", type=Path, default=prereg, help="the pre-registration file")
         p.add_argument("--short", action="store_true", help="the few-minute smoke setting, everything under --out")
         p.add_argument("--out", type=Path, default=None, help="with --short: the folder for runs, results, report")
     r = sub.choices["run"]
@@ -376,12 +418,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     r.add_argument("--budget-s", type=float, default=None, help="with --short: training seconds per arm (45)")
     r.add_argument("--eval-every-s", type=float, default=None, help="with --short: evaluation period (15)")
     r.add_argument("--set", nargs="*", default=None, help="with --short: extra key=value overrides")
+    return parser, dict(sub.choices)
+
+
+def parsed(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The arguments; ``run`` without ``--seed`` is seed 0 in a smoke run and an error otherwise."""
     args = parser.parse_args(argv)
     if args.command == "run" and args.seed is None:
         if not args.short:
             parser.error("run needs --seed")
         args.seed = 0
     return args
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    return parsed(build_parser((__doc__ or "").split("\n")[0])[0], argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

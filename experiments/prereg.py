@@ -1,9 +1,10 @@
-"""The pre-registration file of the v2 efficiency study: its schema, and where it stands in git.
+"""The pre-registration files of the time-to-accuracy studies: their schema, and where they stand in git.
 
-The file (``benchmarks/preregistered/grpo_efficiency_v2.yaml``) is written and committed before
-the first timed run; every result names its path, the commit that last touched it and the sha256
-of its contents, and the runner refuses to time runs while it has uncommitted changes. A change
-after a run is a new version (a new file with its reason), never an edit. Schema::
+A file (``benchmarks/preregistered/grpo_efficiency_v2.yaml``, ``trainer_vs_trl_v1.yaml``) is
+written and committed before the first timed run; every result names its path, the commit that
+last touched it and the sha256 of its contents, and the runner refuses to time runs while it has
+uncommitted changes. A change after a run is a new version (a new file with its reason), never an
+edit. Schema::
 
     version: 2
     study: grpo_efficiency_v2
@@ -26,10 +27,18 @@ after a run is a new version (a new file with its reason), never an edit. Schema
 
 Every target other than ``start``, ``gain_ref`` and ``primary`` is a held-out reward to reach
 (``T50``, ``T75``); the rules name only what `experiments.efficiency_stats` implements.
+
+Study A of issue 40 (``study: trainer_vs_trl``, ``version: 1``) has the same schema with three
+additions: an arm may be another trainer instead of overrides (``trl: {trainer: trl, version:
+"1.16.0", adapter: ...}``, in `Prereg.trainers`; its `Prereg.arms` entry is empty), the arm every
+other is compared with is ``rules.speedup.reference`` (default ``vanilla``), and ``pilot`` fixes
+how that trainer's backend is chosen. Which arms the *learned* rule tests depends on the study
+(`STUDIES`): v2 tests vanilla, study A every arm ("learned: per seed, each arm's final vs the start").
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import subprocess
 from collections.abc import Mapping
@@ -59,6 +68,13 @@ KEYS = (
     "projection",
 )
 TARGET_META = ("start", "gain_ref", "primary")
+STUDIES = {
+    "grpo_efficiency_v2": {"version": 2, "learned": "reference"},
+    "trainer_vs_trl": {"version": 1, "learned": "every_arm"},
+}
+"""The studies this harness reads: their schema version, and which arms the learned rule tests."""
+TRAINERS = ("trl",)
+"""Trainers other than ours that an arm may name (`experiments.trl_arm`)."""
 KNOWN_RULES = {
     "learned": {"test": "mcnemar_exact_two_sided"},
     "speedup": {"mean": "geometric", "faster_only_if": "every_seed"},
@@ -90,6 +106,10 @@ class Prereg:
         primary: The name of the primary target.
         learned_alpha, no_loss_alpha: The tests' levels.
         cost_ratios: The update-token cost ratios r of the projection.
+        reference: The arm every other is compared with (speed-up, no loss, projection).
+        learned_arms: The arms whose learning the learned rule tests.
+        trainers: The arms another trainer runs (name -> the file's entry; their `arms` entry is empty).
+        pilot: The file's ``pilot`` entry (how such a trainer's backend is chosen), or None.
     """
 
     path: Path
@@ -108,6 +128,10 @@ class Prereg:
     learned_alpha: float
     no_loss_alpha: float
     cost_ratios: tuple[float, ...]
+    reference: str = BASELINE
+    learned_arms: tuple[str, ...] = (BASELINE,)
+    trainers: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    pilot: Mapping[str, Any] | None = None
 
     @property
     def sha256(self) -> str:
@@ -118,6 +142,12 @@ def _overrides(value: Any, what: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) and "=" in v for v in value):
         raise PreregError(f"{what} must be a list of key=value strings, got {value!r}")
     return tuple(value)
+
+
+def _trainer(value: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    if value.get("trainer") not in TRAINERS:
+        raise PreregError(f"arms.{name}: trainer {value.get('trainer')!r}; this harness runs {list(TRAINERS)}")
+    return dict(value)
 
 
 def _rule(rules: Mapping[str, Any], name: str) -> Mapping[str, Any]:
@@ -141,20 +171,24 @@ def load_prereg(path: str | Path) -> Prereg:
     missing = [k for k in KEYS if k not in data]
     if missing:
         raise PreregError(f"{path} lacks {missing}")
-    if data["version"] != 2:
-        raise PreregError(f"{path}: version {data['version']!r}, this harness reads version 2")
+    study = STUDIES.get(str(data.get("study")))
+    if study is None:
+        raise PreregError(f"{path}: study {data.get('study')!r}; this harness reads {sorted(STUDIES)}")
+    if data["version"] != study["version"]:
+        raise PreregError(f"{path}: version {data['version']!r}, this harness reads version {study['version']}")
     arms = data["arms"]
-    if not isinstance(arms, Mapping) or BASELINE not in arms:
-        raise PreregError(f"arms must be a mapping that includes {BASELINE!r}")
+    rules = data["rules"]
+    if not isinstance(rules, Mapping):
+        raise PreregError("rules must be a mapping")
+    reference = str(_rule(rules, "speedup").get("reference", BASELINE))
+    if not isinstance(arms, Mapping) or reference not in arms:
+        raise PreregError(f"arms must be a mapping that includes {reference!r}")
+    trainers = {str(name): _trainer(v, str(name)) for name, v in arms.items() if isinstance(v, Mapping)}
     targets = dict(data["targets"])
     primary = targets.get("primary")
     levels = {k: float(v) for k, v in targets.items() if k not in TARGET_META}
     if primary not in levels:
         raise PreregError(f"targets.primary {primary!r} is not one of the targets {sorted(levels)}")
-    rules = data["rules"]
-    if not isinstance(rules, Mapping):
-        raise PreregError("rules must be a mapping")
-    _rule(rules, "speedup")
     ratios = data["projection"].get("update_token_cost_ratios") if isinstance(data["projection"], Mapping) else None
     if not ratios:
         raise PreregError("projection.update_token_cost_ratios is missing")
@@ -170,7 +204,7 @@ def load_prereg(path: str | Path) -> Prereg:
         budget_s=float(data["budget_s"]),
         eval_every_train_s=float(data["eval_every_train_s"]),
         common=_overrides(data["common"], "common"),
-        arms={str(name): _overrides(v, f"arms.{name}") for name, v in arms.items()},
+        arms={str(n): () if n in trainers else _overrides(v, f"arms.{n}") for n, v in arms.items()},
         start=float(targets["start"]),
         gain_ref=float(targets["gain_ref"]),
         targets=levels,
@@ -178,6 +212,10 @@ def load_prereg(path: str | Path) -> Prereg:
         learned_alpha=float(_rule(rules, "learned")["alpha"]),
         no_loss_alpha=float(_rule(rules, "no_loss")["alpha"]),
         cost_ratios=tuple(float(r) for r in ratios),
+        reference=reference,
+        learned_arms=tuple(str(a) for a in arms) if study["learned"] == "every_arm" else (reference,),
+        trainers=trainers,
+        pilot=data.get("pilot"),
     )
 
 
