@@ -34,6 +34,13 @@ additions: an arm may be another trainer instead of overrides (``trl: {trainer: 
 other is compared with is ``rules.speedup.reference`` (default ``vanilla``), and ``pilot`` fixes
 how that trainer's backend is chosen. Which arms the *learned* rule tests depends on the study
 (`STUDIES`): v2 tests vanilla, study A every arm ("learned: per seed, each arm's final vs the start").
+
+Study B of issue 40 (``study: grpo_efficiency_single_turn``, ``version: 1``) fixes its targets from a
+pilot run instead of in the file: ``targets: {from_pilot: true, T50_fraction: 0.5, T75_fraction: 0.75,
+primary: T50}`` with ``pilot: {arm: vanilla, seed: 100, start_range: [0.10, 0.80], learned: {test:
+mcnemar_exact_two_sided, alpha: 0.05}}`` (`PilotRule`). Such a file loads with no targets (`Prereg.targets`
+empty, `Prereg.start` None); `with_targets` gives it the ones its pilot fixed
+(`experiments.pilot_targets`), in the v2 form.
 """
 
 from __future__ import annotations
@@ -68,11 +75,15 @@ KEYS = (
     "projection",
 )
 TARGET_META = ("start", "gain_ref", "primary")
+FRACTION = "_fraction"
+"""A from-pilot target's key ends so: ``T50_fraction: 0.5`` is T50 = start + 0.5 x gain."""
 STUDIES = {
-    "grpo_efficiency_v2": {"version": 2, "learned": "reference"},
-    "trainer_vs_trl": {"version": 1, "learned": "every_arm"},
+    "grpo_efficiency_v2": {"version": 2, "learned": "reference", "targets": "fixed"},
+    "trainer_vs_trl": {"version": 1, "learned": "every_arm", "targets": "fixed"},
+    "grpo_efficiency_single_turn": {"version": 1, "learned": "reference", "targets": "from_pilot"},
 }
-"""The studies this harness reads: their schema version, and which arms the learned rule tests."""
+"""The studies this harness reads: their schema version, which arms the learned rule tests, and
+whether the file fixes the targets or a pilot does."""
 TRAINERS = ("trl",)
 """Trainers other than ours that an arm may name (`experiments.trl_arm`)."""
 KNOWN_RULES = {
@@ -84,6 +95,27 @@ KNOWN_RULES = {
 
 class PreregError(ValueError):
     """The pre-registration file is malformed or not committed."""
+
+
+@dataclass(frozen=True)
+class PilotRule:
+    """How a pilot run fixes a study's targets (module docstring).
+
+    Attributes:
+        arm: The arm the pilot runs.
+        seed: Its seed (not one of the study's).
+        start_range: The start evaluation must lie in [low, high] (inclusive) for the study to run.
+        alpha: The pilot must have learned: final vs start, exact two-sided McNemar p below it, gain above 0.
+        fractions: Each target's share of the pilot's gain (name -> fraction: T50 -> 0.5).
+        primary: The primary target's name.
+    """
+
+    arm: str
+    seed: int
+    start_range: tuple[float, float]
+    alpha: float
+    fractions: Mapping[str, float]
+    primary: str
 
 
 @dataclass(frozen=True)
@@ -100,16 +132,18 @@ class Prereg:
         eval_every_train_s: The held-out evaluation period, in training seconds.
         common: Overrides of every arm.
         arms: Each arm's overrides, in the file's order (the run order of seed 0).
-        start: The shared start's held-out reward the targets were set from.
-        gain_ref: The reference gain the targets were set from.
-        targets: The held-out rewards to reach (name -> reward).
+        start: The shared start's held-out reward the targets were set from (None until a pilot fixed them).
+        gain_ref: The reference gain the targets were set from (None until a pilot fixed them).
+        targets: The held-out rewards to reach (name -> reward; empty until a pilot fixed them).
         primary: The name of the primary target.
         learned_alpha, no_loss_alpha: The tests' levels.
         cost_ratios: The update-token cost ratios r of the projection.
         reference: The arm every other is compared with (speed-up, no loss, projection).
         learned_arms: The arms whose learning the learned rule tests.
         trainers: The arms another trainer runs (name -> the file's entry; their `arms` entry is empty).
-        pilot: The file's ``pilot`` entry (how such a trainer's backend is chosen), or None.
+        pilot: The file's ``pilot`` entry (how such a trainer's backend is chosen, or how a pilot run
+            fixes the targets), or None.
+        pilot_rule: A from-pilot study's rule (`PilotRule`), else None.
     """
 
     path: Path
@@ -121,8 +155,8 @@ class Prereg:
     eval_every_train_s: float
     common: tuple[str, ...]
     arms: Mapping[str, tuple[str, ...]]
-    start: float
-    gain_ref: float
+    start: float | None
+    gain_ref: float | None
     targets: Mapping[str, float]
     primary: str
     learned_alpha: float
@@ -132,6 +166,7 @@ class Prereg:
     learned_arms: tuple[str, ...] = (BASELINE,)
     trainers: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     pilot: Mapping[str, Any] | None = None
+    pilot_rule: PilotRule | None = None
 
     @property
     def sha256(self) -> str:
@@ -160,6 +195,57 @@ def _rule(rules: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     return rule
 
 
+def _fixed_targets(targets: Mapping[str, Any]) -> tuple[dict[str, float], float, float, str]:
+    """Targets in the v2 form: the levels to reach, the start and gain they came from, the primary."""
+    primary = targets.get("primary")
+    levels = {str(k): float(v) for k, v in targets.items() if k not in TARGET_META}
+    if primary not in levels:
+        raise PreregError(f"targets.primary {primary!r} is not one of the targets {sorted(levels)}")
+    if "start" not in targets or "gain_ref" not in targets:
+        raise PreregError(f"targets {dict(targets)} lack start or gain_ref")
+    return levels, float(targets["start"]), float(targets["gain_ref"]), str(primary)
+
+
+def _pilot_rule(targets: Mapping[str, Any], pilot: Any, arms: Mapping[str, Any], seeds: list[int]) -> PilotRule:
+    """A from-pilot study's targets and pilot entries, checked (module docstring)."""
+    fractions = {str(k)[: -len(FRACTION)]: float(v) for k, v in targets.items() if str(k).endswith(FRACTION)}
+    if not fractions or not all(0 < f <= 1 for f in fractions.values()):
+        raise PreregError(f"targets {dict(targets)}: from_pilot needs NAME{FRACTION} entries in (0, 1]")
+    primary = targets.get("primary")
+    if primary not in fractions:
+        raise PreregError(f"targets.primary {primary!r} is not one of the targets {sorted(fractions)}")
+    if not isinstance(pilot, Mapping):
+        raise PreregError("targets come from a pilot, but the file has no pilot entry")
+    if pilot.get("arm") not in arms or not isinstance(pilot.get("seed"), int) or pilot["seed"] in seeds:
+        raise PreregError(f"pilot {dict(pilot)}: it needs an arm of the study and a seed that is not a study seed")
+    low_high = pilot.get("start_range")
+    if not isinstance(low_high, list) or len(low_high) != 2 or not float(low_high[0]) <= float(low_high[1]):
+        raise PreregError(f"pilot.start_range {low_high!r}: [low, high] expected")
+    learned = pilot.get("learned")
+    if not isinstance(learned, Mapping) or learned.get("test") != KNOWN_RULES["learned"]["test"]:
+        raise PreregError(f"pilot.learned {learned!r}: this harness implements {KNOWN_RULES['learned']['test']!r}")
+    return PilotRule(
+        arm=str(pilot["arm"]),
+        seed=int(pilot["seed"]),
+        start_range=(float(low_high[0]), float(low_high[1])),
+        alpha=float(learned["alpha"]),
+        fractions=fractions,
+        primary=str(primary),
+    )
+
+
+def with_targets(prereg: Prereg, targets: Mapping[str, Any]) -> Prereg:
+    """A from-pilot study's pre-registration with the targets its pilot fixed (the v2 form: ``start``,
+    ``gain_ref``, one level per pre-registered fraction, the same ``primary``)."""
+    rule = prereg.pilot_rule
+    if rule is None:
+        raise PreregError(f"{prereg.path} fixes its own targets; no pilot sets them")
+    levels, start, gain, primary = _fixed_targets(targets)
+    if set(levels) != set(rule.fractions) or primary != rule.primary:
+        raise PreregError(f"targets {dict(targets)}: the pre-registered are {sorted(rule.fractions)} ({rule.primary})")
+    return dataclasses.replace(prereg, targets=levels, start=start, gain_ref=gain, primary=primary)
+
+
 def load_prereg(path: str | Path) -> Prereg:
     """Read and check a pre-registration file (the module docstring's schema)."""
     path = Path(path)
@@ -184,17 +270,23 @@ def load_prereg(path: str | Path) -> Prereg:
     if not isinstance(arms, Mapping) or reference not in arms:
         raise PreregError(f"arms must be a mapping that includes {reference!r}")
     trainers = {str(name): _trainer(v, str(name)) for name, v in arms.items() if isinstance(v, Mapping)}
-    targets = dict(data["targets"])
-    primary = targets.get("primary")
-    levels = {k: float(v) for k, v in targets.items() if k not in TARGET_META}
-    if primary not in levels:
-        raise PreregError(f"targets.primary {primary!r} is not one of the targets {sorted(levels)}")
-    ratios = data["projection"].get("update_token_cost_ratios") if isinstance(data["projection"], Mapping) else None
-    if not ratios:
-        raise PreregError("projection.update_token_cost_ratios is missing")
+    targets = data["targets"]
+    if not isinstance(targets, Mapping) or bool(targets.get("from_pilot")) != (study["targets"] == "from_pilot"):
+        raise PreregError(f"{path}: study {data['study']!r} needs targets {study['targets']}, got {targets!r}")
     seeds = data["seeds"]
     if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) for s in seeds):
         raise PreregError(f"seeds must be a list of integers, got {seeds!r}")
+    rule = _pilot_rule(targets, data.get("pilot"), arms, seeds) if targets.get("from_pilot") else None
+    levels: dict[str, float] = {}
+    start: float | None = None
+    gain: float | None = None
+    if rule is None:
+        levels, start, gain, primary = _fixed_targets(targets)
+    else:  # none until its pilot fixes them (`with_targets`)
+        primary = rule.primary
+    ratios = data["projection"].get("update_token_cost_ratios") if isinstance(data["projection"], Mapping) else None
+    if not ratios:
+        raise PreregError("projection.update_token_cost_ratios is missing")
     return Prereg(
         path=path,
         data=data,
@@ -205,10 +297,10 @@ def load_prereg(path: str | Path) -> Prereg:
         eval_every_train_s=float(data["eval_every_train_s"]),
         common=_overrides(data["common"], "common"),
         arms={str(n): () if n in trainers else _overrides(v, f"arms.{n}") for n, v in arms.items()},
-        start=float(targets["start"]),
-        gain_ref=float(targets["gain_ref"]),
+        start=start,
+        gain_ref=gain,
         targets=levels,
-        primary=str(primary),
+        primary=primary,
         learned_alpha=float(_rule(rules, "learned")["alpha"]),
         no_loss_alpha=float(_rule(rules, "no_loss")["alpha"]),
         cost_ratios=tuple(float(r) for r in ratios),
@@ -216,6 +308,7 @@ def load_prereg(path: str | Path) -> Prereg:
         learned_arms=tuple(str(a) for a in arms) if study["learned"] == "every_arm" else (reference,),
         trainers=trainers,
         pilot=data.get("pilot"),
+        pilot_rule=rule,
     )
 
 
@@ -246,14 +339,19 @@ def uncommitted(path: Path) -> bool:
     return tracked.returncode != 0 or bool(git("status", "--porcelain", "--", str(path)))
 
 
+def file_provenance(path: Path) -> dict[str, Any]:
+    """A committed input file as results record it: path, last commit, sha256, uncommitted changes."""
+    return {
+        "path": shown(path),
+        "commit": git("log", "-1", "--format=%H", "--", str(path)) or None,
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "uncommitted_changes": uncommitted(path),
+    }
+
+
 def provenance(prereg: Prereg) -> dict[str, Any]:
     """What every result and report records about the pre-registration: path, last commit, sha256."""
-    return {
-        "path": shown(prereg.path),
-        "commit": git("log", "-1", "--format=%H", "--", str(prereg.path)) or None,
-        "sha256": prereg.sha256,
-        "uncommitted_changes": uncommitted(prereg.path),
-    }
+    return file_provenance(prereg.path)
 
 
 def checkout() -> dict[str, Any]:
