@@ -7,7 +7,7 @@ one line style per seed, the targets as horizontal lines.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -114,11 +114,19 @@ def verdict_lines(report: Mapping[str, Any], versus: str = "") -> list[str]:
     return lines
 
 
-def markdown(report: Mapping[str, Any], json_path: Path, plot_path: Path) -> str:
-    """A short summary for the README to link: the criteria's verdicts and one row per arm and seed."""
+def markdown(
+    report: Mapping[str, Any],
+    json_path: Path,
+    plot_path: Path,
+    title: str = "GRPO efficiency study v2 (pre-registered)",
+    note: str = "",
+    extra: Sequence[str] = (),
+) -> str:
+    """A short summary for the README to link: the criteria's verdicts, one row per arm and seed, the
+    projection, then a study's `extra` lines, then the notes."""
     targets = target_names(report)
     lines = [
-        *heading(report, "GRPO efficiency study v2 (pre-registered)", json_path, plot_path),
+        *heading(report, title, json_path, plot_path, note),
         "",
         "## Verdicts",
         "",
@@ -159,6 +167,7 @@ def markdown(report: Mapping[str, Any], json_path: Path, plot_path: Path) -> str
         if proj:
             parts = [f"r={k[2:]}: {v['geometric_mean']['label']}" for k, v in proj.items() if k.startswith("r=")]
             lines.append(f"- {arm}: relative cost to reach {proj['target']} vs vanilla, " + "; ".join(parts))
+    lines += extra
     if report["notes"]:
         lines += ["", "## Notes", "", *[f"- {n}" for n in report["notes"]]]
     return "\n".join(lines) + "\n"

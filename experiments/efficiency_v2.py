@@ -72,29 +72,6 @@ from experiments.prereg import (
 )
 
 
-@dataclass(frozen=True)
-class StudyPaths:
-    """Where a study keeps its runs, results, report and figure (relative to the checkout), and the
-    name of its smoke runs' default folder."""
-
-    runs: Path
-    results: Path
-    report: Path
-    plot: Path
-    short_name: str
-
-
-V2 = StudyPaths(
-    Path("runs/grpo-efficiency-v2"),
-    Path("benchmarks/results/grpo_efficiency_v2"),
-    Path("benchmarks/results/grpo_efficiency_v2.json"),
-    Path("docs/grpo-efficiency-v2.png"),
-    "grpo-efficiency-v2",
-)
-TRAINER = "tooluse_agents.grpo.cli"
-"""The module our arms train with (``python -m TRAINER CONFIG OVERRIDES``)."""
-
-
 class ShortDefaults(TypedDict):
     """What ``--short`` runs with unless its flags say otherwise."""
 
@@ -116,6 +93,30 @@ SHORT_OVERRIDES = (
     "export_final=false",
     "policy.threads=1",
 )
+
+
+@dataclass(frozen=True)
+class StudyPaths:
+    """Where a study keeps its runs, results, report and figure (relative to the checkout), the
+    name of its smoke runs' default folder, and the overrides its smoke runs add."""
+
+    runs: Path
+    results: Path
+    report: Path
+    plot: Path
+    short_name: str
+    short_overrides: tuple[str, ...] = SHORT_OVERRIDES
+
+
+V2 = StudyPaths(
+    Path("runs/grpo-efficiency-v2"),
+    Path("benchmarks/results/grpo_efficiency_v2"),
+    Path("benchmarks/results/grpo_efficiency_v2.json"),
+    Path("docs/grpo-efficiency-v2.png"),
+    "grpo-efficiency-v2",
+)
+TRAINER = "tooluse_agents.grpo.cli"
+"""The module our arms train with (``python -m TRAINER CONFIG OVERRIDES``)."""
 HARNESS_KEYS = (
     "seed",
     "run_dir",
@@ -144,16 +145,19 @@ class Settings:
     start_model: str
     short: bool = False
     extra: tuple[str, ...] = ()
+    run_name: str = "seed{seed}/{arm}"
+    result_name: str = "seed{seed}_{arm}.json"
+    """Where under `runs` and `results` a (seed, arm) goes (``str.format`` templates; a pilot names its own)."""
 
     @property
     def markdown(self) -> Path:
         return self.report.with_suffix(".md")
 
     def run_dir(self, seed: int, arm: str) -> Path:
-        return self.runs / f"seed{seed}" / arm
+        return self.runs / self.run_name.format(seed=seed, arm=arm)
 
     def result_path(self, seed: int, arm: str) -> Path:
-        return self.results / f"seed{seed}_{arm}.json"
+        return self.results / self.result_name.format(seed=seed, arm=arm)
 
 
 def settings_for(args: argparse.Namespace, prereg: Prereg, paths: StudyPaths = V2) -> Settings:
@@ -183,7 +187,7 @@ def settings_for(args: argparse.Namespace, prereg: Prereg, paths: StudyPaths = V
         getattr(args, "eval_every_s", None) or SHORT["eval_every_s"],
         getattr(args, "start_model", None) or SHORT["start_model"],
         short=True,
-        extra=(*SHORT_OVERRIDES, *(getattr(args, "set", None) or ())),
+        extra=(*paths.short_overrides, *(getattr(args, "set", None) or ())),
     )
 
 
@@ -245,13 +249,14 @@ def plan_start_eval(prereg: Prereg, settings: Settings, arm: str, seed: int, mod
     return {"key": key, "key_sha256": sha, "at_start": at_start, "shared": shared}
 
 
-def commit_file(path: Path, message: str, tries: int = 30, cwd: Path = ROOT) -> None:
-    """Commit this one file alone (retrying while another process holds the index lock); never pushes."""
+def commit_file(path: Path, message: str, tries: int = 30, cwd: Path = ROOT, also: Sequence[Path] = ()) -> None:
+    """Commit this one file (and `also`) alone (retrying while another process holds the index lock); never pushes."""
+    files = [str(p) for p in (path, *also)]
     for attempt in range(tries):
-        add = subprocess.run(["git", "add", "--", str(path)], cwd=cwd, capture_output=True, text=True, check=False)
+        add = subprocess.run(["git", "add", "--", *files], cwd=cwd, capture_output=True, text=True, check=False)
         done = add
         if add.returncode == 0:
-            cmd = ["git", "commit", "-m", message, "--", str(path)]
+            cmd = ["git", "commit", "-m", message, "--", *files]
             done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
             if done.returncode == 0:
                 return
@@ -282,12 +287,14 @@ def run_arm(
     mode: str,
     module: str = TRAINER,
     flags: Sequence[str] = (),
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train one (seed, arm) to its budget and return its result (not yet written).
 
     The arm trains with ``python -m MODULE CONFIG OVERRIDES --no-progress FLAGS``: our trainer, or
     another trainer's driver that takes the same config and writes the same run folder
-    (`experiments.trl_arm`)."""
+    (`experiments.trl_arm`). `extra` holds what a study adds to every result (a label, the file
+    its targets came from)."""
     from tooluse_agents.dtypes import machine
 
     plan = plan_start_eval(prereg, settings, arm, seed, mode)
@@ -331,6 +338,7 @@ def run_arm(
         "wall_s": wall,
         "start_eval": start,
         **summary,
+        **(extra or {}),
     }
     result["stats"] = run_summary.seed_arm_stats(result, settings.budget_s, prereg.targets)
     return result
@@ -356,9 +364,13 @@ def run_settings(args: argparse.Namespace, prereg: Prereg, paths: StudyPaths = V
     return settings
 
 
-def run(args: argparse.Namespace, paths: StudyPaths = V2, run_one: RunOne | None = None) -> int:
-    """Train the arms of one seed that have no result yet, in the seed's order; write (and commit) each result."""
-    prereg = load_prereg(args.prereg)
+def run(
+    args: argparse.Namespace, paths: StudyPaths = V2, run_one: RunOne | None = None, prereg: Prereg | None = None
+) -> int:
+    """Train the arms of one seed that have no result yet, in the seed's order; write (and commit) each result.
+
+    `prereg` is the pre-registration as the study reads it (default: ``--prereg``, loaded)."""
+    prereg = prereg or load_prereg(args.prereg)
     settings = run_settings(args, prereg, paths)
     unknown = sorted(set(args.arms or ()) - set(prereg.arms))
     if unknown:
@@ -389,7 +401,12 @@ def report(args: argparse.Namespace) -> int:
     prereg = load_prereg(args.prereg)
     settings = settings_for(args, prereg, V2)
     rep = write_report(prereg, settings.results, settings.report, settings.markdown, settings.plot)
-    print(json.dumps(rep["verdicts"], indent=1))
+    return announce(rep, settings)
+
+
+def announce(report: Mapping[str, Any], settings: Settings) -> int:
+    """Print a written report's verdicts (stdout) and where it went (stderr); 0, the exit status."""
+    print(json.dumps(report["verdicts"], indent=1))
     print(f"report: {shown(settings.report)}, {shown(settings.markdown)}, {shown(settings.plot)}", file=sys.stderr)
     return 0
 
@@ -414,11 +431,16 @@ def build_parser(
     r.add_argument("--arms", nargs="+", default=None, help="only these arms (default: all, in the seed's order)")
     r.add_argument("--commit", action="store_true", help="git-commit each result file as soon as it is written")
     r.add_argument("--start-eval", choices=("share", "every"), default="share", help="share the start evaluation")
-    r.add_argument("--start-model", default=None, help="with --short: the start model (default smollm2-135m)")
-    r.add_argument("--budget-s", type=float, default=None, help="with --short: training seconds per arm (45)")
-    r.add_argument("--eval-every-s", type=float, default=None, help="with --short: evaluation period (15)")
-    r.add_argument("--set", nargs="*", default=None, help="with --short: extra key=value overrides")
+    short_flags(r)
     return parser, dict(sub.choices)
+
+
+def short_flags(p: argparse.ArgumentParser) -> None:
+    """The flags only ``--short`` takes (`settings_for`): start model, budget, evaluation period, overrides."""
+    p.add_argument("--start-model", default=None, help="with --short: the start model (default smollm2-135m)")
+    p.add_argument("--budget-s", type=float, default=None, help="with --short: training seconds per arm (45)")
+    p.add_argument("--eval-every-s", type=float, default=None, help="with --short: evaluation period (15)")
+    p.add_argument("--set", nargs="*", default=None, help="with --short: extra key=value overrides")
 
 
 def parsed(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
@@ -435,13 +457,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parsed(build_parser((__doc__ or "").split("\n")[0])[0], argv)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+def dispatch(name: str, commands: Mapping[str, Callable[[argparse.Namespace], int]], args: argparse.Namespace) -> int:
+    """Run the parsed subcommand; a malformed pre-registration is exit status 2 with its message."""
     try:
-        return run(args) if args.command == "run" else report(args)
+        return commands[args.command](args)
     except PreregError as e:
-        print(f"grpo_efficiency_v2: {e}", file=sys.stderr)
+        print(f"{name}: {e}", file=sys.stderr)
         return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return dispatch("grpo_efficiency_v2", {"run": run, "report": report}, parse_args(argv))
 
 
 if __name__ == "__main__":

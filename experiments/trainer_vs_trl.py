@@ -257,9 +257,7 @@ def report(args: argparse.Namespace) -> int:
     prereg = load_prereg(args.prereg)
     settings = v2.settings_for(args, prereg, PATHS)
     rep = write_report(prereg, settings.results, settings.report, settings.markdown, settings.plot)
-    print(json.dumps(rep["verdicts"], indent=1))
-    print(f"report: {shown(settings.report)}, {shown(settings.markdown)}, {shown(settings.plot)}", file=sys.stderr)
-    return 0
+    return v2.announce(rep, settings)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -273,12 +271,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        return {"run": run, "report": report, "pilot": pilot}[args.command](args)
-    except PreregError as e:
-        print(f"trainer_vs_trl: {e}", file=sys.stderr)
-        return 2
+    return v2.dispatch("trainer_vs_trl", {"run": run, "report": report, "pilot": pilot}, parse_args(argv))
 
 
 if __name__ == "__main__":
