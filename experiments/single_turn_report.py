@@ -167,8 +167,10 @@ def extra_lines(report: Mapping[str, Any]) -> list[str]:
     else:
         lines.append("- no pilot result beside the results")
     levels = ", ".join(f"{t} = {report['targets'][t]:.3f}" for t in target_names(report))
-    source = f"smoke targets (--short: {tf['smoke']})" if tf.get("smoke") else f"`{tf['path']}`"
-    lines.append(f"- targets {levels}: {source} (commit {tf.get('commit') or 'none'})")
+    if tf.get("smoke"):
+        lines.append(f"- targets {levels}: smoke targets, not the study's: {tf['smoke']}")
+    else:
+        lines.append(f"- targets {levels}: `{tf['path']}` (commit {tf.get('commit') or 'none'})")
     other = report["time_split"]["multi_turn_source"]
     lines += ["", f"## Training time split, beside the multi-turn v2 study ({other})"]
     lines += ["", *_split_lines(report), "", "## Against the paper's 1.7x (a number, no test)", ""]

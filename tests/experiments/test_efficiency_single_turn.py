@@ -261,4 +261,4 @@ def test_a_smoke_run_whose_pilot_failed_runs_on_smoke_targets(study, capsys):
     assert run("report") == 0
     report = json.loads((out / "grpo_efficiency_single_turn.json").read_text())
     assert not report["pilot"]["gate"]["passed"] and any("smoke targets" in n for n in report["notes"])
-    assert "smoke targets (--short" in (out / "grpo_efficiency_single_turn.md").read_text()
+    assert "smoke targets, not the study's" in (out / "grpo_efficiency_single_turn.md").read_text()
