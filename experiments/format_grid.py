@@ -14,18 +14,17 @@ base by an exact McNemar test, Holm-adjusted.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import platform
 import statistics
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from experiments import cell_study
 from experiments.efficiency_stats import mcnemar_exact_p
 from experiments.prereg import ROOT, checkout, git, shown
 from experiments.seed_stability import TOOLUSE, bootstrap, interval, load
@@ -156,34 +155,18 @@ def write(prereg: dict[str, Any], path: Path, done: Mapping[str, Any], runs: Pat
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--prereg", type=Path, default=PREREG)
-    parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "format-grid")
-    parser.add_argument("--cells", nargs="*", help="only these cells (default: all, in the file's order)")
-    parser.add_argument("--commit", action="store_true", help="commit the result file after each cell")
-    args = parser.parse_args(argv)
+    args = cell_study.parse_args(argv, (__doc__ or "").splitlines()[0], PREREG, ROOT / "runs" / "format-grid")
     prereg = load(args.prereg)
-    names = args.cells or list(prereg["cells"])
-    unknown = sorted(set(names) - set(prereg["cells"]))
-    if unknown:
-        parser.error(f"unknown cells {unknown}; the pre-registration has {list(prereg['cells'])}")
-    done: dict[str, Any] = {}
-    for name in prereg["cells"]:
-        found = outcomes(args.runs / name)
-        if found is None and name in names:
-            cmd = command(prereg, prereg["cells"][name], args.runs / name)
-            print(f"[{name}] {' '.join(cmd[1:])[:300]}", flush=True)
-            subprocess.run(cmd, cwd=ROOT, check=True)
-            found = outcomes(args.runs / name)
-        if found is None:
-            continue
-        done[name] = found
-        cell = write(prereg, args.prereg, done, args.runs)["cells"][name]
-        print(f"[{name}] std {cell['std']:.3f}  max-min {cell['max_minus_min']:.3f}  {cell['verdict']}", flush=True)
-        if args.commit:
-            message = f"format grid: cell {name} ({prereg['study']})"
-            subprocess.run(["git", "add", str(RESULT)], cwd=ROOT, check=False)
-            subprocess.run(["git", "commit", "-q", "-m", message, "--", str(RESULT)], cwd=ROOT, check=False)
+    done = cell_study.run_cells(
+        args,
+        prereg,
+        collect=outcomes,
+        command=command,
+        write=lambda cells: write(prereg, args.prereg, cells, args.runs),
+        line=lambda c: f"std {c['std']:.3f}  max-min {c['max_minus_min']:.3f}  {c['verdict']}",
+        result=RESULT,
+        label="format grid",
+    )
     print("cells finished:", ", ".join(done) or "none")
     return 0
 

@@ -12,11 +12,9 @@ seed std with task-bootstrap intervals, and the finding (multi std - single std 
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import platform
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,6 +23,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from experiments import cell_study
 from experiments.prereg import ROOT, checkout, git, shown, uncommitted
 from tooluse_agents.runs.records import read_episodes
 
@@ -152,35 +151,18 @@ def write(prereg: dict[str, Any], path: Path, done: Mapping[str, np.ndarray], ru
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--prereg", type=Path, default=PREREG)
-    parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "seed-stability")
-    parser.add_argument("--cells", nargs="*", help="only these cells (default: all, in the file's order)")
-    parser.add_argument("--commit", action="store_true", help="commit the result file after each cell")
-    args = parser.parse_args(argv)
+    args = cell_study.parse_args(argv, (__doc__ or "").splitlines()[0], PREREG, ROOT / "runs" / "seed-stability")
     prereg = load(args.prereg)
-    names = args.cells or list(prereg["cells"])
-    unknown = sorted(set(names) - set(prereg["cells"]))
-    if unknown:
-        parser.error(f"unknown cells {unknown}; the pre-registration has {list(prereg['cells'])}")
-    done: dict[str, np.ndarray] = {}
-    for name in prereg["cells"]:
-        found = rewards(args.runs / name, prereg["seeds"])
-        if found is None and name in names:
-            cmd = command(prereg, prereg["cells"][name], args.runs / name)
-            print(f"[{name}] {' '.join(cmd[1:])}", flush=True)
-            subprocess.run(cmd, cwd=ROOT, check=True)
-            found = rewards(args.runs / name, prereg["seeds"])
-        if found is None:
-            continue
-        done[name] = found[1]
-        result = write(prereg, args.prereg, done, args.runs)
-        cell = result["cells"][name]
-        print(f"[{name}] mean {cell['mean']:.3f}  spread {cell['spread']:.3f}  std {cell['std']:.3f}", flush=True)
-        if args.commit:
-            message = f"seed stability: cell {name} ({prereg['study']})"
-            subprocess.run(["git", "add", str(RESULT)], cwd=ROOT, check=False)
-            subprocess.run(["git", "commit", "-q", "-m", message, "--", str(RESULT)], cwd=ROOT, check=False)
+    done = cell_study.run_cells(
+        args,
+        prereg,
+        collect=lambda folder: found[1] if (found := rewards(folder, prereg["seeds"])) else None,
+        command=command,
+        write=lambda cells: write(prereg, args.prereg, cells, args.runs),
+        line=lambda c: f"mean {c['mean']:.3f}  spread {c['spread']:.3f}  std {c['std']:.3f}",
+        result=RESULT,
+        label="seed stability",
+    )
     print(json.dumps(write(prereg, args.prereg, done, args.runs)["finding"]) if done else "no cell finished")
     return 0
 
