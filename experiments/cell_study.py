@@ -9,12 +9,28 @@ keeps what it finished.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import platform
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.prereg import ROOT
+from experiments.prereg import ROOT, checkout, git, shown
+
+
+def provenance(study: str, path: Path) -> dict[str, Any]:
+    """A cell study result's head: the study, its pre-registration (path, commit, sha256), checkout, machine."""
+    return {
+        "study": study,
+        "prereg": {
+            "path": shown(path),
+            "commit": git("log", "-1", "--format=%H", "--", str(path)) or None,
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        },
+        "checkout": checkout(),
+        "machine": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version()},
+    }
 
 
 def parse_args(argv: Sequence[str] | None, description: str, prereg: Path, runs: Path) -> argparse.Namespace:

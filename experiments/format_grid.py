@@ -14,9 +14,7 @@ base by an exact McNemar test, Holm-adjusted.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import platform
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -26,7 +24,7 @@ import numpy as np
 
 from experiments import cell_study
 from experiments.efficiency_stats import mcnemar_exact_p
-from experiments.prereg import ROOT, checkout, git, shown
+from experiments.prereg import ROOT, shown
 from experiments.seed_stability import TOOLUSE, bootstrap, interval, load
 from tooluse_agents.runs.records import read_episodes
 from tooluse_gym.prompt_formats import grid_task_ids
@@ -139,14 +137,7 @@ def write(prereg: dict[str, Any], path: Path, done: Mapping[str, Any], runs: Pat
             "command": " ".join(command(prereg, cell, runs / name)[1:]),
         }
     result = {
-        "study": prereg["study"],
-        "prereg": {
-            "path": shown(path),
-            "commit": git("log", "-1", "--format=%H", "--", str(path)) or None,
-            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-        },
-        "checkout": checkout(),
-        "machine": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version()},
+        **cell_study.provenance(prereg["study"], path),
         "complete": set(done) == set(prereg["cells"]),
         "cells": cells,
     }

@@ -12,9 +12,7 @@ seed std with task-bootstrap intervals, and the finding (multi std - single std 
 
 from __future__ import annotations
 
-import hashlib
 import json
-import platform
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -24,7 +22,7 @@ import numpy as np
 import yaml
 
 from experiments import cell_study
-from experiments.prereg import ROOT, checkout, git, shown, uncommitted
+from experiments.prereg import ROOT, shown, uncommitted
 from tooluse_agents.runs.records import read_episodes
 
 PREREG = ROOT / "benchmarks" / "preregistered" / "single_turn_seed_stability_v1.yaml"
@@ -133,14 +131,7 @@ def write(prereg: dict[str, Any], path: Path, done: Mapping[str, np.ndarray], ru
         cells[name]["run"] = shown(runs / name)
         cells[name]["command"] = " ".join(command(prereg, prereg["cells"][name], runs / name)[1:])
     result = {
-        "study": prereg["study"],
-        "prereg": {
-            "path": shown(path),
-            "commit": git("log", "-1", "--format=%H", "--", str(path)) or None,
-            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-        },
-        "checkout": checkout(),
-        "machine": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version()},
+        **cell_study.provenance(prereg["study"], path),
         "seeds": seeds,
         "complete": set(done) == set(prereg["cells"]),
         "cells": cells,
