@@ -6,7 +6,9 @@
 Each cell of the pre-registration is one `tooluse eval sweep --vary --prompt-format BASE ...` (one
 vLLM engine, every configuration a resumable run folder under ``runs/format-grid/<cell>``). After
 each cell the result file (benchmarks/results/single_turn_format_grid.json) is rewritten from every
-finished cell and, with ``--commit``, committed, so an interrupted study keeps what it finished.
+finished cell and, with ``--commit``, committed, so an interrupted study keeps what it finished. A
+checkout without the run folders (a fresh clone) keeps the cells the committed file holds under the
+same pre-registration: run the missing ones with ``--cells``.
 The statistics are the pre-registration's: each configuration's accuracy, BFCL's sample std and
 max - min over configurations with task-bootstrap intervals, and each configuration against the
 base by an exact McNemar test, Holm-adjusted.
@@ -125,22 +127,35 @@ def cell_stats(configs: Sequence[str], matrix: np.ndarray, stats: Mapping[str, A
     }
 
 
+def committed_cells(head: Mapping[str, Any]) -> dict[str, Any]:
+    """The finished cells of the result file already written under the same pre-registration.
+
+    A checkout without the run folders (a fresh clone) so keeps the cells an earlier checkout
+    finished; each such cell keeps the checkout it was run from.
+    """
+    if not RESULT.exists():
+        return {}
+    old = json.loads(RESULT.read_text())
+    if old.get("prereg", {}).get("sha256") != head["prereg"]["sha256"]:
+        return {}
+    return {name: {**cell, "checkout": cell.get("checkout", old["checkout"])} for name, cell in old["cells"].items()}
+
+
 def write(prereg: dict[str, Any], path: Path, done: Mapping[str, Any], runs: Path) -> dict[str, Any]:
-    cells = {}
+    head = cell_study.provenance(prereg["study"], path)
+    found = committed_cells(head)
     for name, (configs, _, matrix) in done.items():
         cell = prereg["cells"][name]
-        cells[name] = {
+        found[name] = {
             **cell_stats(configs, matrix, prereg["stats"]),
             "model": cell["model"],
             "turns": cell["turns"],
             "run": shown(runs / name),
             "command": " ".join(command(prereg, cell, runs / name)[1:]),
+            "checkout": head["checkout"],
         }
-    result = {
-        **cell_study.provenance(prereg["study"], path),
-        "complete": set(done) == set(prereg["cells"]),
-        "cells": cells,
-    }
+    cells = {name: found[name] for name in prereg["cells"] if name in found}
+    result = {**head, "complete": set(cells) == set(prereg["cells"]), "cells": cells}
     RESULT.write_text(json.dumps(result, indent=2) + "\n")
     return result
 

@@ -48,3 +48,21 @@ def test_the_preregistered_cells_are_commands_tooluse_eval_takes():
         assert parsed.model == cell["model"] and parsed.seeds == [prereg["seed"]] and parsed.vary
         assert parsed.prompt_format[0] == prereg["base"]
     assert len(study.TASK_SETS["bfcl_grid_every_10th"]()) == 20
+
+
+def test_a_checkout_without_the_run_folders_keeps_the_committed_cells(tmp_path, monkeypatch):
+    prereg = yaml.safe_load(study.PREREG.read_text())
+    first, second, *_ = prereg["cells"]
+    monkeypatch.setattr(study, "RESULT", tmp_path / "result.json")
+    matrix = rows(4, 4, 16)
+    study.write(prereg, study.PREREG, {first: (CONFIGS, [], matrix)}, tmp_path / "runs")
+    # a fresh clone: no run folder of the first cell, the second one just finished
+    result = study.write(prereg, study.PREREG, {second: (CONFIGS, [], rows(1, 2, 3))}, tmp_path / "runs")
+    assert list(result["cells"]) == [first, second] and not result["complete"]
+    assert result["cells"][first]["accuracy"] == {"base": 0.2, "same": 0.2, "better": 0.8}
+    assert result["cells"][first]["checkout"] == result["cells"][second]["checkout"]
+    # a result written under another pre-registration is not carried over
+    old = study.json.loads(study.RESULT.read_text())
+    study.RESULT.write_text(study.json.dumps({**old, "prereg": {**old["prereg"], "sha256": "other"}}))
+    result = study.write(prereg, study.PREREG, {second: (CONFIGS, [], rows(1, 2, 3))}, tmp_path / "runs")
+    assert list(result["cells"]) == [second]
