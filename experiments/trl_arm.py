@@ -53,6 +53,8 @@ BACKENDS: dict[str, dict[str, Any]] = {
     "vllm_colocate": {"use_vllm": True, "vllm_mode": "colocate"},
     "hf_generate": {"use_vllm": False},
 }
+PRECISION = {"cpu": None, "cuda": "bfloat16"}
+"""The devices the arm runs on, with the compute dtype each must be configured with (weights are fp32)."""
 AS_TRL = ("filter.enabled=false", "grpo.update_size=null")
 """TRL's GRPOTrainer in our config's terms: no pre-rollout filter, every rollout in the update."""
 TRAINER = "tooluse_agents.grpo.cli"
@@ -72,24 +74,36 @@ def check_comparable(config: Any) -> None:
         (u.mini_batches != 1, "update.mini_batches: one optimizer step per generation here"),
         (u.entropy_coef != 0, "update.entropy_coef: TRL has no entropy bonus"),
         (p.lora is not None, "policy.lora: the arm trains the full model"),
-        (p.dtype != "float32" or p.autocast is not None, "policy.dtype/autocast: the arm trains in fp32"),
-        (p.device != "cpu", "policy.device: the arm runs on the CPU"),
+        (p.dtype != "float32", "policy.dtype: the arm keeps fp32 weights"),
+        (p.device not in PRECISION, f"policy.device: the arm runs on {' or '.join(PRECISION)}"),
+        (PRECISION.get(p.device) != p.autocast, "policy.autocast: fp32 compute on a CPU, bf16 autocast on a GPU"),
     ]
     bad = [why for wrong, why in problems if wrong]
     if bad:
         raise ValueError("the config has knobs TRL's GRPOTrainer cannot match: " + "; ".join(bad))
 
 
-def grpo_settings(config: Any, backend: str, output_dir: str | Path, progress: bool = False) -> dict[str, Any]:
-    """``trl.GRPOConfig``'s arguments from our config: the pre-registration's table, field by field."""
+def grpo_settings(
+    config: Any, backend: str, output_dir: str | Path, progress: bool = False, micro_batch: int | None = None
+) -> dict[str, Any]:
+    """``trl.GRPOConfig``'s arguments from our config: the pre-registration's table, field by field.
+
+    `micro_batch`: sequences per forward/backward (TRL's ``per_device_train_batch_size``), the
+    generation batch then accumulated over ``batch / micro_batch`` of them into one optimizer step.
+    None: the whole generation batch at once.
+    """
     check_comparable(config)
     g, u, r = config.grpo, config.update, config.rollout
+    batch = g.group_size * g.prompts_per_step
+    micro_batch = micro_batch or batch
+    if batch % micro_batch:
+        raise ValueError(f"micro_batch {micro_batch} must divide the generation batch {batch}")
     return {
         "output_dir": str(output_dir),
         "num_generations": g.group_size,
-        "per_device_train_batch_size": g.group_size * g.prompts_per_step,
-        "gradient_accumulation_steps": 1,
-        "steps_per_generation": 1,
+        "per_device_train_batch_size": micro_batch,
+        "gradient_accumulation_steps": batch // micro_batch,
+        "steps_per_generation": batch // micro_batch,
         "learning_rate": u.lr,
         "lr_scheduler_type": "constant",
         "warmup_steps": 0,
@@ -107,9 +121,9 @@ def grpo_settings(config: Any, backend: str, output_dir: str | Path, progress: b
         "temperature": r.temperature,
         "top_p": r.top_p,
         "top_k": 0,
-        "bf16": False,
+        "bf16": config.policy.autocast == "bfloat16",
         "fp16": False,
-        "use_cpu": True,
+        "use_cpu": config.policy.device == "cpu",
         "gradient_checkpointing": config.policy.gradient_checkpointing,
         "seed": config.seed,
         "data_seed": config.seed,
@@ -280,7 +294,14 @@ def _fresh(run_dir: Path) -> None:
     (run_dir / MARKER).write_text(json.dumps({"status": "running"}) + "\n", encoding="utf-8")
 
 
-def train(config: Any, config_path: str, overrides: Sequence[str], backend: str, progress: bool) -> dict[str, Any]:
+def train(
+    config: Any,
+    config_path: str,
+    overrides: Sequence[str],
+    backend: str,
+    progress: bool,
+    micro_batch: int | None = None,
+) -> dict[str, Any]:
     """Run the arm (module docstring); returns what ``trl.json`` records."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     import torch
@@ -300,11 +321,16 @@ def train(config: Any, config_path: str, overrides: Sequence[str], backend: str,
     from tooluse_gym.models import resolve_model
 
     run_dir = Path(config.run_dir)
-    settings = grpo_settings(config, backend, run_dir / "trl", progress)
+    settings = grpo_settings(config, backend, run_dir / "trl", progress, micro_batch)
     _fresh(run_dir)
     (run_dir / "config.yaml").write_text(dump_config(config), encoding="utf-8")
     versions = {"trl": trl.__version__, "transformers": transformers.__version__, "torch": torch.__version__}
-    runtime = {"schedule": "lockstep", "rollout_dtype": "float32", "autocast": None, "machine": machine()}
+    runtime = {
+        "schedule": "lockstep",
+        "rollout_dtype": "float32",
+        "autocast": config.policy.autocast,
+        "machine": machine(),
+    }
     (run_dir / "runtime.json").write_text(json.dumps({**runtime, "backend": backend, **versions}, indent=2))
     if config.policy.threads:
         torch.set_num_threads(config.policy.threads)
@@ -312,7 +338,9 @@ def train(config: Any, config_path: str, overrides: Sequence[str], backend: str,
     pool = kept_prompts(prompts_for(load_pool(config.tasks), mode), config.tasks.keep_list, mode)
     make_env = env_factory(pool, config.protocol)
     scripted = before_last_turn if mode == "next_turn" else None
-    rollout = tooluse_trl.make_rollout_func(make_env, scripted=scripted, max_new_tokens=config.rollout.max_tokens)
+    rollout = tooluse_trl.make_rollout_func(
+        make_env, scripted=scripted, max_new_tokens=config.rollout.max_tokens, batch_size=config.rollout.num_envs
+    )
     meter = RolloutMeter(rollout)
     files = RunFiles(run_dir)
     evaluate = Evaluator(config_path, [*overrides, *AS_TRL], run_dir / "evals")
@@ -328,6 +356,7 @@ def train(config: Any, config_path: str, overrides: Sequence[str], backend: str,
             "mode": mode,
             "scripted": "before_last_turn" if scripted else None,
             "max_new_tokens": config.rollout.max_tokens,
+            "batch_size": config.rollout.num_envs,
         },
         "versions": versions,
         "eval_command": evaluate.command("MODEL", Path("RUN_DIR")),
@@ -363,6 +392,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides, as our trainer takes them")
     parser.add_argument("--backend", choices=list(BACKENDS), default="hf_generate", help="TRL's generation backend")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--micro-batch", type=int, help="sequences per forward/backward, accumulated (default: the whole batch)"
+    )
     return parser
 
 
@@ -374,7 +406,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     overrides = [*args.overrides, *AS_TRL]
     config = load_config(args.config, overrides)
     with quiet_backends():
-        record = train(config, args.config, args.overrides, args.backend, progress=not args.no_progress)
+        record = train(
+            config,
+            args.config,
+            args.overrides,
+            args.backend,
+            progress=not args.no_progress,
+            micro_batch=args.micro_batch,
+        )
     print(json.dumps({k: record.get(k) for k in ("status", "backend", "stopped_by", "steps", "train_s")}))
     return 0
 

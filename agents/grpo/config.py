@@ -242,7 +242,8 @@ class TrainConfig:
             between steps: the step that reaches it is the last. Counted across resumes. None:
             no time budget. Whichever of `epochs`, `max_steps` and `budget_s` comes first ends the run.
         save_every: Checkpoint every this many steps (and always at the end).
-        keep_checkpoints: Checkpoints kept on disk (older ones are deleted).
+        keep_checkpoints: Checkpoints kept on disk (older ones are deleted); 0 writes none (a run
+            that cannot be resumed, e.g. a timing run whose fp32 weights and AdamW state would not fit on disk).
         export_final: Save the final model with `save_pretrained` under run_dir/final_model.
         protocol: The env's knobs: `TRAIN_PROTOCOL`, with the ones a config's ``protocol:`` block sets.
     """
@@ -266,6 +267,10 @@ class TrainConfig:
     eval: HeldoutConfig = field(default_factory=HeldoutConfig)
 
     def __post_init__(self) -> None:
+        if self.save_every < 1 or self.keep_checkpoints < 0:
+            raise ValueError(
+                f"save_every must be >= 1 and keep_checkpoints >= 0, got {self.save_every}, {self.keep_checkpoints}"
+            )
         if self.budget_s is not None and not self.budget_s > 0:
             raise ValueError(f"budget_s must be > 0 or null, got {self.budget_s}")
         screen = self.rollout.screen

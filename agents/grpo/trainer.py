@@ -335,6 +335,8 @@ class GRPOTrainer:
         return reward
 
     def _save(self) -> None:
+        if not self.config.keep_checkpoints:
+            return
         if latest_checkpoint(self.files.checkpoints) == self.files.checkpoints / f"step_{self.step:06d}":
             return
         state = {

@@ -158,6 +158,19 @@ def test_trl_settings_are_the_preregistered_table(tmp_path):
         grpo_settings(load_config(ROOT / load_prereg(tvt.PREREG).base_config, []), "hf_generate", tmp_path)
 
 
+def test_trl_settings_on_a_gpu_and_in_micro_batches(tmp_path):
+    gpu = _config(["policy.device=cuda", "policy.autocast=bfloat16"])
+    s = grpo_settings(gpu, "hf_generate", tmp_path, micro_batch=8)
+    assert (s["bf16"], s["use_cpu"]) == (True, False)
+    assert (s["per_device_train_batch_size"], s["gradient_accumulation_steps"], s["steps_per_generation"]) == (8, 4, 4)
+    with pytest.raises(ValueError, match="divide"):
+        grpo_settings(gpu, "hf_generate", tmp_path, micro_batch=5)
+    with pytest.raises(ValueError, match="autocast"):  # fp32 compute on a GPU is not the GPU arm's setting
+        grpo_settings(_config(["policy.device=cuda"]), "hf_generate", tmp_path)
+    with pytest.raises(ValueError, match="autocast"):
+        grpo_settings(_config(["policy.autocast=bfloat16"]), "hf_generate", tmp_path)
+
+
 class FakeMeter:
     """Each step: 4 prompts x 8 completions, 20 s of rollout out of the step's time."""
 

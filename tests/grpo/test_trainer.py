@@ -73,6 +73,14 @@ def test_two_steps_change_parameters_and_write_every_metric(tiny_model, tmp_path
     assert (tmp_path / "run" / "config.yaml").is_file()
 
 
+def test_keep_checkpoints_0_writes_none(tiny_model, tmp_path):
+    tiny_trainer(tiny_model, tmp_path / "run", "max_steps=1", "keep_checkpoints=0", heldout=False).train()
+    assert [m["step"] for m in _read(tmp_path / "run" / "metrics.jsonl")] == [1]
+    assert not any((tmp_path / "run" / "checkpoints").glob("step_*"))
+    with pytest.raises(ValueError, match="keep_checkpoints"):
+        load_config(None, ["keep_checkpoints=-1"])
+
+
 def test_only_generated_tokens_are_samples(tiny_model):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
