@@ -166,6 +166,15 @@ def prompt_tokens(run_dir: Path) -> dict[str, int] | None:
     return {"min": min(sizes), "max": max(sizes), "count": len(sizes)} if sizes else None
 
 
+def git_head() -> str | None:
+    """The checkout's commit (None where git or the repository's history is not there)."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
 def machine() -> dict[str, Any]:
     import torch
     import transformers
@@ -254,8 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {
         "benchmark": "gpu_grpo_step",
         "command": " ".join(["python benchmarks/gpu_grpo_step.py", *(argv if argv is not None else sys.argv[1:])]),
-        "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-        or None,
+        "commit": os.environ.get("TOOLUSE_COMMIT") or git_head(),
         "machine": machine(),
         "settings": {
             "config": CONFIG,
