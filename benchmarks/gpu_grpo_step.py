@@ -175,6 +175,22 @@ def git_head() -> str | None:
     return out.stdout.strip() or None
 
 
+def episode_errors(run_dir: Path) -> dict[str, Any]:
+    """Episodes and policy messages that ended in an error, by error type, with one message of each type."""
+    path = run_dir / "episodes.jsonl"
+    found: dict[str, Any] = {}
+    if not path.exists():
+        return found
+    for line in path.read_text().splitlines():
+        episode = json.loads(line)
+        errors = [episode.get("error")] + [s.get("error") for t in episode.get("turns", []) for s in t.get("steps", [])]
+        for error in filter(None, errors):
+            kind = error.get("type", str(error)) if isinstance(error, dict) else str(error)[:80]
+            entry = found.setdefault(kind, {"count": 0, "example": str(error)[:400]})
+            entry["count"] += 1
+    return found
+
+
 def machine() -> dict[str, Any]:
     import torch
     import transformers
@@ -304,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
             "steps": read_steps(run_dir),
             "prompt_tokens": prompt_tokens(run_dir),
             "gpu_memory_peak_mib": memory.peak,
+            "errors": episode_errors(run_dir),
         }
         if rc != 0:
             entry["output_tail"] = tail
