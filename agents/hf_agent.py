@@ -24,6 +24,9 @@ class HFAgentConfig:
         max_context: Prompt plus completion tokens allowed; longer prompts are refused
             (``context_length_exceeded``). Default: the model's ``max_position_embeddings``.
         threads: torch CPU threads (default: torch's choice).
+        autocast: Compute dtype of generation under ``torch.autocast`` (``bfloat16``), the weights
+            kept in `dtype`; None: compute in the weights' dtype. A trainer's HF engine generates
+            with the dtype its update computes in (`tooluse_agents.grpo.weight_sync.rollout_engine`).
     """
 
     model: str = "smollm2-135m"
@@ -31,6 +34,7 @@ class HFAgentConfig:
     device: str = "cpu"
     max_context: int | None = None
     threads: int | None = None
+    autocast: str | None = None
 
 
 class HFAgent:
@@ -130,7 +134,7 @@ class HFAgent:
             else:
                 kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
             torch.manual_seed(_batch_seed(requests[i].seed for i in todo))
-            with torch.no_grad():
+            with torch.no_grad(), self._autocast():
                 result = self.model.generate(**batch, **kwargs)
             scores = self.model.compute_transition_scores(result.sequences, result.scores, normalize_logits=True)
             latency = (time.perf_counter() - start) / len(todo)
@@ -138,6 +142,15 @@ class HFAgent:
             for row, i in enumerate(todo):
                 out[i] = self._generation(result.sequences[row, width:], scores[row], encoded[i], latency)
         return [g for g in out if g is not None]
+
+    def _autocast(self) -> Any:
+        """The configured autocast context (a no-op without one)."""
+        import contextlib
+
+        if self.config.autocast is None:
+            return contextlib.nullcontext()
+        dtype = getattr(self._torch, self.config.autocast)
+        return self._torch.autocast(device_type=str(self.device).split(":")[0], dtype=dtype)
 
     def _generation(self, tokens: Any, scores: Any, prompt_ids: Sequence[int], latency: float) -> Generation:
         ids = tokens.tolist()

@@ -17,9 +17,12 @@ runs as its own process, one after the other:
   with all rewards 0 no prompt is filtered, so what it saves here is sub-sampling's half of the update);
 - ``trl``: TRL's ``GRPOTrainer`` through our adapter (``python -m experiments.trl_arm``), HF generation.
 
-Equal in all three: fp32 weights and AdamW, bf16 autocast in the update, generation in fp32 by
-transformers' ``generate`` on the trained model (TF32 matrix products in every process, through
-``TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1``), 16 sequences a ``generate`` call, gradient checkpointing.
+Equal in all three: fp32 weights and AdamW, bf16 autocast in the update and in generation
+(transformers' ``generate`` on the trained model: TRL's through accelerate's autocast wrapper of the
+prepared model, ours through ``HFAgentConfig.autocast``; the first run on 2026-12-04 predates ours and
+generated in fp32, see benchmarks/results/checks/gpu_grpo_step_2026-12-04.json), TF32 for fp32
+matrix products (``TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1``), 16 sequences a ``generate`` call,
+gradient checkpointing.
 Update micro-batches: 8 sequences (TRL), 65,536 padded tokens (ours: 7-8 sequences of this length).
 Each arm's step times come from its own ``metrics.jsonl`` (rollout, update); OUT/result.json is
 rewritten after each arm, so a run cut short keeps the arms it finished.

@@ -47,7 +47,9 @@ def rollout_engine(rollout: RolloutConfig, policy: Policy, dist: Dist) -> tuple[
     because a rank generating alone cannot run sharded layers.
     """
     if rollout.engine == "hf":
-        spec = BackendSpec(backend="hf", model=policy.path)
+        # generation computes in the update's dtype (bf16 autocast on a GPU), as TRL's accelerate-wrapped model does
+        options = {"autocast": policy.autocast_dtype} if policy.autocast_dtype else {}
+        spec = BackendSpec(backend="hf", model=policy.path, options=options)
         if not dist.enabled:  # the engine generates with the policy itself
             return make_agent(spec, model=policy.model, tokenizer=policy.tokenizer), None
         engine = copy.deepcopy(policy.model)

@@ -73,6 +73,23 @@ def test_two_steps_change_parameters_and_write_every_metric(tiny_model, tmp_path
     assert (tmp_path / "run" / "config.yaml").is_file()
 
 
+def test_the_hf_engine_generates_in_the_updates_compute_dtype(tiny_model, tmp_path):
+    from tooluse_agents.base import AgentRequest
+
+    fp32 = tiny_trainer(tiny_model, tmp_path / "a", heldout=False)
+    assert fp32.agent.config.autocast is None  # policy.autocast=null: fp32 compute everywhere
+    bf16 = tiny_trainer(tiny_model, tmp_path / "b", "policy.autocast=bfloat16", heldout=False)
+    assert bf16.agent.config.autocast == "bfloat16" and bf16.agent.describe()["autocast"] == "bfloat16"
+    observation = {"messages": [{"role": "user", "content": "add 2 and 3"}], "tools": []}
+    request = AgentRequest(observation=observation, seed=0, tool_format="python")
+    sampling = SamplingConfig(temperature=0.0, max_tokens=8)
+    seen = []
+    bf16.agent.model.register_forward_hook(lambda module, args, out: seen.append(out.logits.dtype))
+    (generation,) = bf16.agent.generate([request], sampling)
+    assert generation.token_ids and seen and set(seen) == {torch.bfloat16}  # the weights stay fp32
+    assert next(bf16.agent.model.parameters()).dtype == torch.float32
+
+
 def test_keep_checkpoints_0_writes_none(tiny_model, tmp_path):
     tiny_trainer(tiny_model, tmp_path / "run", "max_steps=1", "keep_checkpoints=0", heldout=False).train()
     assert [m["step"] for m in _read(tmp_path / "run" / "metrics.jsonl")] == [1]
