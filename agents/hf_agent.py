@@ -99,8 +99,9 @@ class HFAgent:
         self.max_context = self.config.max_context or int(getattr(model.config, "max_position_embeddings", 4096))
 
     def describe(self) -> dict[str, Any]:
-        """The agent's identity for result files (config, dtype, device)."""
-        return {"name": self.name, **asdict(self.config), "dtype": self.dtype, "device": self.device}
+        """The agent's identity for result files (config, dtype, device; ``autocast`` only when set)."""
+        config = {k: v for k, v in asdict(self.config).items() if k != "autocast" or v is not None}
+        return {"name": self.name, **config, "dtype": self.dtype, "device": self.device}
 
     def generate(self, requests: Sequence[AgentRequest], sampling: SamplingConfig) -> list[Generation]:
         """One lockstep batch, seeded from its requests' seeds."""
