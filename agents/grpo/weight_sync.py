@@ -48,8 +48,8 @@ def rollout_engine(rollout: RolloutConfig, policy: Policy, dist: Dist) -> tuple[
     """
     if rollout.engine == "hf":
         # generation computes in the update's dtype (bf16 autocast on a GPU), as TRL's accelerate-wrapped model does
-        options = {"autocast": policy.autocast_dtype} if policy.autocast_dtype else {}
-        spec = BackendSpec(backend="hf", model=policy.path, options=options)
+        autocast = {"autocast": policy.autocast_dtype} if policy.autocast_dtype else {}
+        spec = BackendSpec(backend="hf", model=policy.path, options=autocast)
         if not dist.enabled:  # the engine generates with the policy itself
             return make_agent(spec, model=policy.model, tokenizer=policy.tokenizer), None
         engine = copy.deepcopy(policy.model)
