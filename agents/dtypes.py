@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 DTYPE_HELP = "local backends' dtype; auto: bfloat16 on a GPU or a CPU with native bf16 (AMX, AVX-512 BF16), else fp32"
@@ -53,6 +54,17 @@ def resolve_dtype(dtype: str, device: str, flags: frozenset[str] | None = None) 
     if device.startswith("cuda"):
         return "bfloat16"
     return "bfloat16" if native_bf16(flags) else "float32"
+
+
+def autocast(device: str, dtype: str | None) -> Any:
+    """``torch.autocast`` to `dtype` on `device`'s type (``cuda:1`` -> ``cuda``); a no-op context for None."""
+    import contextlib
+
+    import torch
+
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=str(device).split(":")[0], dtype=getattr(torch, dtype))
 
 
 def machine(cpuinfo: str | None = None) -> dict[str, object]:

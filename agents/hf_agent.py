@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tooluse_agents.base import AgentError, AgentRequest, Generation, SamplingConfig, chat_prompt
+from tooluse_agents.dtypes import autocast
 from tooluse_agents.load_progress import load_bars
 from tooluse_gym.errors import DependencyNotInstalled
 
@@ -135,7 +136,7 @@ class HFAgent:
             else:
                 kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
             torch.manual_seed(_batch_seed(requests[i].seed for i in todo))
-            with torch.no_grad(), self._autocast():
+            with torch.no_grad(), autocast(self.device, self.config.autocast):
                 result = self.model.generate(**batch, **kwargs)
             scores = self.model.compute_transition_scores(result.sequences, result.scores, normalize_logits=True)
             latency = (time.perf_counter() - start) / len(todo)
@@ -143,15 +144,6 @@ class HFAgent:
             for row, i in enumerate(todo):
                 out[i] = self._generation(result.sequences[row, width:], scores[row], encoded[i], latency)
         return [g for g in out if g is not None]
-
-    def _autocast(self) -> Any:
-        """The configured autocast context (a no-op without one)."""
-        import contextlib
-
-        if self.config.autocast is None:
-            return contextlib.nullcontext()
-        dtype = getattr(self._torch, self.config.autocast)
-        return self._torch.autocast(device_type=str(self.device).split(":")[0], dtype=dtype)
 
     def _generation(self, tokens: Any, scores: Any, prompt_ids: Sequence[int], latency: float) -> Generation:
         ids = tokens.tolist()

@@ -242,12 +242,14 @@ class MemoryPeak:
 
 
 def summary(arms: dict[str, Any]) -> dict[str, Any]:
-    """Each arm's last step (the first carries start-up costs), and our arms' step time against TRL's."""
+    """Each arm's last step (the first carries start-up costs), and our arms' step time against TRL's
+    where both reached the same step."""
     last = {name: a["steps"][-1] for name, a in arms.items() if a.get("steps")}
     out: dict[str, Any] = {}
     for name, s in last.items():
         step_s = s["time/rollout_s"] + s["time/update_s"] + s.get("time/sync_s", 0.0)
         out[name] = {
+            "step": s["step"],
             "step_s": step_s,
             "rollout_s": s["time/rollout_s"],
             "update_s": s["time/update_s"],
@@ -256,7 +258,7 @@ def summary(arms: dict[str, Any]) -> dict[str, Any]:
         }
     if "trl" in out:
         for name in out:
-            if name != "trl":
+            if name != "trl" and last[name]["step"] == last["trl"]["step"]:  # the same step of each, or no ratio
                 out[name]["trl_step_s_over_this"] = out["trl"]["step_s"] / out[name]["step_s"]
     return out
 

@@ -137,9 +137,9 @@ class Policy:
 
     def autocast(self) -> contextlib.AbstractContextManager:
         """The autocast context of the configured dtype (a no-op without one)."""
-        if self.autocast_dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(device_type=self.device.split(":")[0], dtype=getattr(torch, self.autocast_dtype))
+        from tooluse_agents.dtypes import autocast
+
+        return autocast(self.device, self.autocast_dtype)
 
     def token_logprobs(
         self, batch: TokenBatch, temperature: float = 1.0, with_entropy: bool = False
