@@ -7,8 +7,9 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from pages_common import DOCS, RESULTS, ROOT, _load, _not_measured, _table
+from pages_common import ROOT, _load, _not_measured, _table
 from single_turn_tables import format_grid_rows, seed_stability_rows, single_turn_speed_line
+from study_tables import ARM_LABELS, headline_rows
 
 
 def _min(seconds: float) -> str:
@@ -76,45 +77,6 @@ def efficiency_table(name: str) -> str:
     )
 
 
-ARM_LABELS = {
-    "paper": "the paper's recipe (all-correct filter k = 1, max-variance 4 of 8)",
-    "selective": "selective (screen 4, two-sided filter, max-variance 4 of 8)",
-}
-
-
-def _efficiency_v2_rows() -> list[list[str]]:
-    """The pre-registered study's headline rows: vanilla learned or not, then each arm against vanilla."""
-    name = "grpo_efficiency_v2.json"
-    data = _load(name)
-    if data is None:
-        return [["GRPO efficiency v2 (pre-registered)", "not measured yet", "", f"`benchmarks/results/{name}`"]]
-    seeds, verdicts = data["seeds"], data["verdicts"]
-    done = f"seeds {', '.join(map(str, seeds['complete'])) or 'none'} of {len(seeds['preregistered'])}"
-    learned = verdicts["learned"]
-    gains = ", ".join(f"{v['gain']:+.3f} (p = {v['p']:.2g})" for v in learned["per_seed"].values())
-    rows = [
-        [
-            "GRPO efficiency v2 (pre-registered, 3 seeds): vanilla learns",
-            f"{done}; held-out gain per seed {gains}",
-            learned["status"],
-            f"`{name}`",
-        ]
-    ]
-    for arm, v in verdicts["speedup"].items():
-        per_seed = ", ".join(f"{x}" for x in v["per_seed"].values())
-        no_loss = verdicts["no_loss"][arm]
-        rows.append(
-            [
-                f"GRPO efficiency v2: {ARM_LABELS.get(arm, arm)} against vanilla",
-                f"{v['geometric_mean']} to {v['target']} (per seed {per_seed}); "
-                f"final minus vanilla's {no_loss['mean_delta']:+.3f} (mean over seeds)",
-                f"faster: {v['status']}; no loss: {no_loss['status']}",
-                f"`{name}`",
-            ]
-        )
-    return rows
-
-
 def status_lines() -> str:
     """The docs home page's "where things stand": the pre-registered study's verdicts, one line each."""
     name = "grpo_efficiency_v2.json"
@@ -146,7 +108,7 @@ def status_lines() -> str:
 
 def headline_table() -> str:
     """The README's results at a glance; superseded studies are on the history page, not here."""
-    rows = _efficiency_v2_rows() + seed_stability_rows() + format_grid_rows()
+    rows = headline_rows() + seed_stability_rows() + format_grid_rows()
     return _table(["what", "result", "verdict", "file"], rows)
 
 
@@ -339,23 +301,6 @@ def speed_summary() -> str:
             f"{r['update_speed']:.2f}× a 1,000-token update (`dtype_cpu.json`)."
         )
     return "\n".join(lines) + "\n" + single_turn_speed_line()
-
-
-def efficiency_v2_summary() -> str:
-    """The pre-registered study's verdicts and per-seed rows, from its report (demoted under the page's heading)."""
-    from experiments.efficiency_figures import markdown
-
-    name = "grpo_efficiency_v2.json"
-    report = _load(name)
-    if report is None:
-        return _not_measured(name, "python -m experiments.efficiency_v2 report")
-    plot = DOCS / "grpo-efficiency-v2.png"
-    text = markdown(report, RESULTS / name, plot)
-    lines = [("##" + line) if line.startswith("#") else line for line in text.splitlines()[1:]]
-    body = "\n".join(lines).strip("\n") + "\n"
-    if plot.exists():
-        body += "\n![efficiency study v2](grpo-efficiency-v2.png)\n"
-    return body
 
 
 def env_server_table() -> str:
