@@ -210,6 +210,17 @@ def verdicts(prereg: Prereg, arms: Mapping[str, dict], per_seed: Mapping[str, di
     return out
 
 
+def _machine(result: Mapping[str, Any]) -> str:
+    m = result["machine"]
+    return f"{m['cpu_model']} {m['bf16_flags']} {m['cpu_count']}"
+
+
+def _start_model(result: Mapping[str, Any]) -> str:
+    """The first 12 hex digits of the start model's fingerprint (`experiments.start_eval.model_sha256`)."""
+    key = (result.get("start_eval") or {}).get("key") or {}
+    return str(key.get("model_sha256") or "unrecorded")[:12]
+
+
 def _notes(prereg: Prereg, results: Mapping[tuple[int, str], dict], excluded: list) -> list[str]:
     notes = []
     budgets = sorted({_budget(r, prereg) for r in results.values()} - {prereg.budget_s})
@@ -217,13 +228,24 @@ def _notes(prereg: Prereg, results: Mapping[tuple[int, str], dict], excluded: li
         notes.append(f"results ran under budget(s) {budgets} s, not the pre-registered {prereg.budget_s:g} s")
     by_seed: dict[int, set[str]] = {}
     for (seed, _), r in results.items():
-        m = r["machine"]
-        by_seed.setdefault(seed, set()).add(f"{m['cpu_model']} {m['bf16_flags']} {m['cpu_count']}")
+        by_seed.setdefault(seed, set()).add(_machine(r))
     notes += [
         f"seed {s}: arms ran on different machines ({sorted(ms)}); compare them with care"
         for s, ms in sorted(by_seed.items())
         if len(ms) > 1
     ]
+    for what, value, consequence in (
+        ("machines", _machine, "every ratio compares arms within one seed"),
+        ("start models (sha256 of their files)", _start_model, "each seed's start is its own start evaluation"),
+    ):
+        seeds_by: dict[str, set[int]] = {}
+        for (seed, _), r in results.items():
+            seeds_by.setdefault(value(r), set()).add(seed)
+        if len(seeds_by) > 1:
+            groups = "; ".join(
+                f"{k}: seeds {sorted(v)}" for k, v in sorted(seeds_by.items(), key=lambda kv: min(kv[1]))
+            )
+            notes.append(f"seeds ran on different {what} ({groups}); {consequence}")
     commits = sorted({str((r.get("checkout") or {}).get("commit")) for r in results.values()})
     if len(commits) > 1:  # the study's arms and seeds must all run the same code
         notes.append(f"results ran on {len(commits)} code commits ({commits}); compare them with care")

@@ -378,3 +378,28 @@ def test_a_report_before_any_result(tmp_path):
     ]
     assert set(statuses) == {"not yet decidable"}
     assert "not yet decidable" in (out / "grpo_efficiency_v2.md").read_text()
+
+
+def test_notes_name_the_seeds_that_ran_on_another_machine_or_start_model(prereg_file):
+    from experiments.efficiency_report import _notes
+
+    prereg = load_prereg(prereg_file)
+
+    def result(cpu: str, model_sha: str) -> dict:
+        machine = {"cpu_model": cpu, "bf16_flags": ["avx512_bf16"], "cpu_count": 2}
+        return {"machine": machine, "start_eval": {"key": {"model_sha256": model_sha}}}
+
+    one_place = {(s, a): result("AMD EPYC", "e0" * 32) for s in (0, 1) for a in ("vanilla", "paper")}
+    assert not any("seeds ran on" in n for n in _notes(prereg, one_place, []))
+    # seed 1 ran elsewhere, from a start model rebuilt there (other bytes): both said, seed by seed
+    moved = {**one_place, **{(1, a): result("Intel Xeon", "b8" * 32) for a in ("vanilla", "paper")}}
+    notes = _notes(prereg, moved, [])
+    assert (
+        "seeds ran on different machines (AMD EPYC ['avx512_bf16'] 2: seeds [0]; "
+        "Intel Xeon ['avx512_bf16'] 2: seeds [1]); every ratio compares arms within one seed"
+    ) in notes
+    assert (
+        "seeds ran on different start models (sha256 of their files) (e0e0e0e0e0e0: seeds [0]; "
+        "b8b8b8b8b8b8: seeds [1]); each seed's start is its own start evaluation"
+    ) in notes
+    assert not any(n.startswith("seed 1: arms ran on different machines") for n in notes)
