@@ -1,0 +1,142 @@
+"""Run a study driver from a worktree pinned at one commit, committing each result here as it lands.
+
+    python -m experiments.pinned d297041 benchmarks/results/trainer_vs_trl -- \\
+        experiments.trainer_vs_trl run --seed 0
+
+A pre-registered study runs every seed from one code commit, while work goes on committing to
+``main``. So the driver runs in a detached worktree at that commit (created beside this checkout if
+it is missing; refused if it is at another commit or has tracked changes), importing that worktree's
+own code (``PYTHONPATH`` = its ``.packages`` and its root) with this checkout's interpreter. Before
+it starts, the paths in ``--link`` (the start model, ``runs/weakstart``) are linked into the
+worktree and the results already committed here are copied in, so the driver skips what has run and
+finds its pilot. While it runs, every ``--poll-s`` seconds, each result file (``RESULTS/*.json``)
+that is new or changed in the worktree is copied here and committed alone; nothing is committed in
+the worktree, whose HEAD must stay the pinned commit. Interrupted (Ctrl-C), the driver is stopped
+and what it finished is still copied and committed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from experiments.efficiency_v2 import commit_file
+from experiments.prereg import ROOT
+
+
+@dataclass(frozen=True)
+class Pin:
+    """Where and at what commit a driver runs, and which of its outputs come back."""
+
+    commit: str  # anything git resolves to a commit
+    results: str  # the results folder, relative to the checkout
+    worktree: Path
+    links: tuple[str, ...] = ("runs/weakstart",)
+    poll_s: float = 30.0
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed in {cwd}: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
+def prepare(pin: Pin, root: Path = ROOT) -> str:
+    """Create or check the worktree, link the inputs, copy the results in; returns the full commit."""
+    sha = _git(root, "rev-parse", "--verify", f"{pin.commit}^{{commit}}")
+    if not pin.worktree.exists():
+        _git(root, "worktree", "prune")
+        _git(root, "worktree", "add", "--detach", str(pin.worktree), sha)
+    head = _git(pin.worktree, "rev-parse", "HEAD")
+    if head != sha:
+        raise RuntimeError(f"{pin.worktree} is at {head[:7]}, not the pinned {sha[:7]}: use another --worktree")
+    if _git(pin.worktree, "status", "--porcelain", "-uno"):
+        raise RuntimeError(f"{pin.worktree} has changes to tracked files; results from it would not be pinned")
+    for rel in pin.links:
+        source, link = root / rel, pin.worktree / rel
+        if not source.exists():
+            raise FileNotFoundError(f"{source} is missing here, so it cannot be linked into the worktree")
+        if link.is_symlink() and link.resolve() == source.resolve():
+            continue
+        if link.exists() or link.is_symlink():
+            raise RuntimeError(f"{link} exists and is not a link to {source}")
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(source.resolve(), target_is_directory=source.is_dir())
+    here, there = root / pin.results, pin.worktree / pin.results
+    there.mkdir(parents=True, exist_ok=True)
+    for result in sorted(here.glob("*.json")):
+        if not (there / result.name).exists():
+            shutil.copy2(result, there / result.name)
+    return sha
+
+
+def copy_back(pin: Pin, sha: str, root: Path = ROOT) -> list[str]:
+    """Copy each new or changed result from the worktree here and commit it alone; returns their names."""
+    here, there = root / pin.results, pin.worktree / pin.results
+    landed = []
+    for result in sorted(there.glob("*.json")):
+        target = here / result.name
+        if target.is_file() and target.read_bytes() == result.read_bytes():
+            continue
+        here.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(result, target)
+        message = f"{Path(pin.results).name}: {result.stem} (run from {sha[:7]} in a pinned worktree)"
+        commit_file(target, message, cwd=root)
+        landed.append(result.name)
+    return landed
+
+
+def run(pin: Pin, driver: Sequence[str], root: Path = ROOT) -> int:
+    """Run ``python -m DRIVER...`` in the worktree, committing results here as they land; its exit code."""
+    sha = prepare(pin, root)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(pin.worktree / ".packages"), str(pin.worktree)]))
+    print(f"[pinned {sha[:7]}] python -m {' '.join(driver)} in {pin.worktree}", flush=True)
+    child = subprocess.Popen([sys.executable, "-m", *driver], cwd=pin.worktree, env=env)
+    try:
+        while True:
+            try:
+                code = child.wait(timeout=pin.poll_s)
+                break
+            except subprocess.TimeoutExpired:
+                for name in copy_back(pin, sha, root):
+                    print(f"[pinned {sha[:7]}] committed {pin.results}/{name}", flush=True)
+    except KeyboardInterrupt:
+        child.terminate()
+        child.wait()
+        code = 130
+    for name in copy_back(pin, sha, root):
+        print(f"[pinned {sha[:7]}] committed {pin.results}/{name}", flush=True)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.pinned", description=__doc__.splitlines()[0])
+    ap.add_argument("commit", help="the pinned code commit (e.g. the study's pre-registered code commit)")
+    ap.add_argument("results", help="the driver's results folder, relative to the checkout")
+    ap.add_argument("driver", nargs=argparse.REMAINDER, help="-- MODULE ARGS...: the driver, as after `python -m`")
+    ap.add_argument("--worktree", type=Path, help="default: ../<checkout>-<commit>, beside this checkout")
+    ap.add_argument("--link", action="append", help="a path linked into the worktree (default: runs/weakstart)")
+    ap.add_argument("--poll-s", type=float, default=30.0, help="seconds between copy-backs (default 30)")
+    args = ap.parse_args(argv)
+    driver = args.driver[1:] if args.driver[:1] == ["--"] else args.driver
+    if not driver:
+        ap.error("name the driver after --, e.g. -- experiments.trainer_vs_trl run --seed 0")
+    worktree = args.worktree or ROOT.parent / f"{ROOT.name}-{args.commit[:12]}"
+    links = tuple(args.link) if args.link else Pin.links
+    pin = Pin(args.commit, args.results, worktree.resolve(), links, args.poll_s)
+    try:
+        return run(pin, driver)
+    except (RuntimeError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
