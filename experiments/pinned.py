@@ -11,8 +11,9 @@ it starts, the paths in ``--link`` (the start model, ``runs/weakstart``) are lin
 worktree and the results already committed here are copied in, so the driver skips what has run and
 finds its pilot. While it runs, every ``--poll-s`` seconds, each result file (``RESULTS/*.json``)
 that is new or changed in the worktree is copied here and committed alone; nothing is committed in
-the worktree, whose HEAD must stay the pinned commit. Interrupted (Ctrl-C), the driver is stopped
-and what it finished is still copied and committed.
+the worktree, whose HEAD must stay the pinned commit. A commit that fails while the driver runs is
+retried at the next poll, never a reason to stop the driver. Interrupted (Ctrl-C), the driver is
+stopped and what it finished is still copied and committed.
 """
 
 from __future__ import annotations
@@ -105,8 +106,11 @@ def run(pin: Pin, driver: Sequence[str], root: Path = ROOT) -> int:
                 code = child.wait(timeout=pin.poll_s)
                 break
             except subprocess.TimeoutExpired:
-                for name in copy_back(pin, sha, root):
-                    print(f"[pinned {sha[:7]}] committed {pin.results}/{name}", flush=True)
+                try:
+                    for name in copy_back(pin, sha, root):
+                        print(f"[pinned {sha[:7]}] committed {pin.results}/{name}", flush=True)
+                except RuntimeError as exc:  # e.g. git busy: the driver goes on, the next poll retries
+                    print(f"[pinned {sha[:7]}] not committed yet: {exc}", file=sys.stderr, flush=True)
     except KeyboardInterrupt:
         child.terminate()
         child.wait()

@@ -11,7 +11,8 @@ import pytest
 
 from experiments.pinned import Pin, copy_back, prepare, run
 
-DRIVER = """import json, pathlib, sys
+DRIVER = """import json, pathlib, sys, time
+time.sleep(float(sys.argv[2]) if len(sys.argv) > 2 else 0.0)
 out = pathlib.Path("results")
 start = pathlib.Path("runs/weakstart/weights.txt").read_text()
 pilot = json.loads((out / "pilot.json").read_text())
@@ -63,6 +64,23 @@ def test_the_driver_runs_the_pinned_code_and_each_result_is_committed_here(repo,
     assert git(pin.worktree, "status", "--porcelain", "-uno") == ""
     assert (pin.worktree / "runs" / "weakstart").is_symlink()
     assert copy_back(pin, pinned, root) == []  # nothing changed: nothing more to commit
+
+
+def test_a_failed_commit_while_the_driver_runs_does_not_stop_it(repo, tmp_path, monkeypatch, capsys):
+    root, pinned = repo
+    calls = []
+
+    def flaky(pin, sha, where):
+        calls.append(sha)
+        if len(calls) == 1:
+            raise RuntimeError("git's index stayed locked")
+        return copy_back(pin, sha, where)
+
+    monkeypatch.setattr("experiments.pinned.copy_back", flaky)
+    assert run(Pin(pinned, "results", tmp_path / "wt", poll_s=0.05), ["fake_driver", "0", "0.5"], root) == 0
+    assert len(calls) >= 2 and "not committed yet: git's index stayed locked" in capsys.readouterr().err
+    assert git(root, "status", "--porcelain") == ""  # both results committed after the failure
+    assert json.loads((root / "results" / "seed0_b.json").read_text())["version"] == 1
 
 
 def test_a_worktree_at_another_commit_or_with_changes_is_refused(repo, tmp_path):
