@@ -132,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     driver = args.driver[1:] if args.driver[:1] == ["--"] else args.driver
     if not driver:
         ap.error("name the driver after --, e.g. -- experiments.trainer_vs_trl run --seed 0")
+    if "--commit" in driver:
+        ap.error("drop the driver's --commit: it would commit in the worktree and move it off the pinned commit")
     worktree = args.worktree or ROOT.parent / f"{ROOT.name}-{args.commit[:12]}"
     links = tuple(args.link) if args.link else Pin.links
     pin = Pin(args.commit, args.results, worktree.resolve(), links, args.poll_s)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.pinned import Pin, copy_back, prepare, run
+from experiments.pinned import Pin, copy_back, main, prepare, run
 
 DRIVER = """import json, pathlib, sys, time
 time.sleep(float(sys.argv[2]) if len(sys.argv) > 2 else 0.0)
@@ -102,3 +102,11 @@ def test_a_missing_input_or_a_clashing_link_is_refused(repo, tmp_path):
     (tmp_path / "wt" / "runs" / "weakstart").mkdir(parents=True)
     with pytest.raises(RuntimeError, match="is not a link"):
         prepare(Pin(pinned, "results", tmp_path / "wt"), root)
+
+
+@pytest.mark.parametrize("driver", [[], ["--"], ["--", "experiments.trainer_vs_trl", "run", "--seed", "0", "--commit"]])
+def test_the_command_line_refuses_no_driver_or_a_driver_that_would_commit_in_the_worktree(driver, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["d297041", "benchmarks/results/trainer_vs_trl", *driver])
+    assert stop.value.code == 2
+    assert ("drop the driver's --commit" if "--commit" in driver else "name the driver") in capsys.readouterr().err
