@@ -94,6 +94,17 @@ def copy_back(pin: Pin, sha: str, root: Path = ROOT) -> list[str]:
     return landed
 
 
+def _land(pin: Pin, sha: str, root: Path, *, retry_later: bool) -> None:
+    """copy_back, saying what landed; with ``retry_later`` a failed commit is reported, not raised."""
+    try:
+        for name in copy_back(pin, sha, root):
+            print(f"[pinned {sha[:7]}] committed {pin.results}/{name}", flush=True)
+    except RuntimeError as exc:  # e.g. git busy while the driver runs: the next poll retries
+        if not retry_later:
+            raise
+        print(f"[pinned {sha[:7]}] not committed yet: {exc}", file=sys.stderr, flush=True)
+
+
 def run(pin: Pin, driver: Sequence[str], root: Path = ROOT) -> int:
     """Run ``python -m DRIVER...`` in the worktree, committing results here as they land; its exit code."""
     sha = prepare(pin, root)
@@ -106,17 +117,12 @@ def run(pin: Pin, driver: Sequence[str], root: Path = ROOT) -> int:
                 code = child.wait(timeout=pin.poll_s)
                 break
             except subprocess.TimeoutExpired:
-                try:
-                    for name in copy_back(pin, sha, root):
-                        print(f"[pinned {sha[:7]}] committed {pin.results}/{name}", flush=True)
-                except RuntimeError as exc:  # e.g. git busy: the driver goes on, the next poll retries
-                    print(f"[pinned {sha[:7]}] not committed yet: {exc}", file=sys.stderr, flush=True)
+                _land(pin, sha, root, retry_later=True)
     except KeyboardInterrupt:
         child.terminate()
         child.wait()
         code = 130
-    for name in copy_back(pin, sha, root):
-        print(f"[pinned {sha[:7]}] committed {pin.results}/{name}", flush=True)
+    _land(pin, sha, root, retry_later=False)
     return code
 
 
