@@ -317,9 +317,10 @@ def write_report(
     """Build the report (`build`) and write its JSON, its markdown summary (`summary`, default v2's) and its plot."""
     from experiments.efficiency_figures import markdown, plot
 
-    report = build(prereg, folder)
+    text = json.dumps(build(prereg, folder), indent=1, default=str) + "\n"
     json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
+    json_path.write_text(text, encoding="utf-8")
+    report = json.loads(text)  # the summary and plot read what was written, as the docs generator does
     plot(report, plot_path)
     md_path.write_text((summary or markdown)(report, json_path, plot_path), encoding="utf-8")
     return report

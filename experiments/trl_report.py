@@ -153,7 +153,7 @@ def markdown(report: Mapping[str, Any], json_path: Path, plot_path: Path) -> str
     lines += ["", "## Per arm and seed", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for arm, data in report["arms"].items():
         for seed, e in data["per_seed"].items():
-            d = report["descriptive"][arm][int(seed)]
+            d = report["descriptive"][arm][str(seed)]  # JSON keys, as written
             q = d["sec_per_step"]
             times = [time_label(e, t) for t in targets]
             row = [arm, str(seed), num(e["start"]), num(e["final"]), num(e["mcnemar_p_vs_start"], ".2g")]

@@ -65,7 +65,9 @@ def study_rows(study: Study) -> list[list[str]]:
         return [[f"{study.title} (pre-registered)", "not measured yet", "no verdict", f"`{study.report}`"]]
     seeds, verdicts = data["seeds"], data["verdicts"]
     ref = _reference(data)
-    done = f"seeds complete: {', '.join(map(str, seeds['complete'])) or 'none'} of {len(seeds['preregistered'])}"
+    complete = seeds["complete"]
+    done = f"{len(complete)} of {len(seeds['preregistered'])} seeds complete"
+    done += f" (seed{'s' if len(complete) > 1 else ''} {', '.join(map(str, complete))})" if complete else ""
     by_arm = verdicts.get("learned_by_arm") or {ref: verdicts["learned"]}
     named = len(by_arm) > 1
     who = "every arm" if named else _label(ref)

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from experiments import efficiency_v2 as v2
-from experiments import start_eval
+from experiments import start_eval, trl_report
 from experiments import trainer_vs_trl as tvt
 from experiments.prereg import ROOT, load_prereg
 from experiments.trl_arm import AS_TRL, ArmRun, grpo_settings
@@ -296,6 +296,8 @@ def test_run_and_report_with_fake_trainers(prereg_file, tmp_path, monkeypatch):
     assert report["differences"] and report["pilot"] is None
     md = (out / "trainer_vs_trl.md").read_text()
     assert "| trl | 0 |" in md and "60.0 [0.0]" in md and "What could not be made equal" in md
+    # the docs generator renders the summary from the JSON file (string seed keys): the same text
+    assert trl_report.markdown(report, out / "trainer_vs_trl.json", out / "trainer-vs-trl.png") == md
 
 
 def test_the_pilot_picks_what_completed_and_records_what_failed(prereg_file, tmp_path, monkeypatch):
