@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml Makefile
 setup: $(STAMP)
 
 # The main job: SmolLM2-135M as shipped and the package's LoRA warm-start of it (smollm2-135m-warmstart,
-# tooluse_gym/adapters/), with vLLM on the CPU, on a slice of the curriculum's held-out tasks and a BFCL
+# agents/models/adapters/), with vLLM on the CPU, on a slice of the curriculum's held-out tasks and a BFCL
 # single-turn slice, under the native and the context chat template, 2 seeds; then one table of
 # model x benchmark x template with the seed spread and the paired difference the template makes
 # (runs/first-run/results.json and table.md). About 10 minutes on 2 cores, setup included.
@@ -62,12 +62,12 @@ weakstart: setup
 
 # The warm-start `make run` evaluates, shipped in the package as a LoRA adapter (r 16 on every linear
 # layer, bf16) with its card: `tooluse sft` with LoRA on the curriculum's warm-up split, then copied into
-# tooluse_gym/adapters/smollm2-135m-warmstart/ with card.json (command, config, data, protocol card).
+# agents/models/adapters/smollm2-135m-warmstart/ with card.json (command, config, data, protocol card).
 WARMSTART_ADAPTER_SFT ?= --lr 1e-3 --out runs/warmstart-adapter lora.r=16 lora.alpha=32
 
 warmstart-adapter: setup
 	$(VENV)/bin/tooluse sft $(WARMSTART_ADAPTER_SFT)
-	$(PY) -m experiments.ship_adapter runs/warmstart-adapter tooluse_gym/adapters/smollm2-135m-warmstart \
+	$(PY) -m experiments.ship_adapter runs/warmstart-adapter agents/models/adapters/smollm2-135m-warmstart \
 		--command "tooluse sft $(WARMSTART_ADAPTER_SFT)"
 
 test: setup

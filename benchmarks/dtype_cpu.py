@@ -5,7 +5,7 @@
 Whether bf16 pays on a CPU depends on the CPU: with native bf16 matrix units (Intel AMX,
 ``amx_bf16``) it is faster than fp32; without them it is emulated and slower. This measures
 both dtypes here and records the CPU's model and bf16 flags beside the figures, which is what
-``dtype: auto`` (`tooluse_agents.dtypes`) decides from.
+``dtype: auto`` (`tooluse_agents.backends.dtypes`) decides from.
 
 * rollouts: `benchmarks/rollout_throughput.py`'s setting (curriculum train tasks, ``strong``
   prompt, JSON calls), completion tokens per second one episode at a time and batched
@@ -36,10 +36,10 @@ def _rollouts(dtype: str, episodes: int, num_envs: int, max_tokens: int) -> dict
     import gymnasium as gym
 
     import tooluse_gym  # noqa: F401
-    from tooluse_agents.backends import BackendSpec, make_agent
-    from tooluse_agents.base import SamplingConfig
-    from tooluse_agents.evaluate import eval_task_ids
-    from tooluse_agents.rollout import RolloutJob, run_rollouts
+    from tooluse_agents.backends.base import SamplingConfig
+    from tooluse_agents.backends.factory import BackendSpec, make_agent
+    from tooluse_agents.eval.run import eval_task_ids
+    from tooluse_agents.rollout.loop import RolloutJob, run_rollouts
     from tooluse_gym.envs import SCENARIO_ID
 
     curriculum = str(ROOT / "scenarios" / "curriculum" / "train.yaml")
@@ -71,9 +71,9 @@ def _rollouts(dtype: str, episodes: int, num_envs: int, max_tokens: int) -> dict
 def _update(tokens: int = 1000) -> dict:
     import torch
 
-    from tooluse_agents.grpo.batch import Sample, collate
-    from tooluse_agents.grpo.config import PolicyConfig
-    from tooluse_agents.grpo.policy import Policy
+    from tooluse_agents.train.batch import Sample, collate
+    from tooluse_agents.train.grpo.config import PolicyConfig
+    from tooluse_agents.train.policy import Policy
 
     out = {}
     for autocast in (None, "bfloat16"):
@@ -113,7 +113,7 @@ def main() -> None:
     if args.part == "update":
         print(json.dumps(_update()))
         return
-    from tooluse_agents.dtypes import machine, resolve_dtype
+    from tooluse_agents.backends.dtypes import machine, resolve_dtype
 
     report = {
         "command": "python benchmarks/dtype_cpu.py " + " ".join(sys.argv[1:]),

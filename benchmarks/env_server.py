@@ -39,7 +39,7 @@ from benchmarks.env_server_episodes import Episode, in_process, oracle_episodes,
 from benchmarks.env_server_episodes import compare as compare_verdicts
 from benchmarks.env_server_faults import judge, run_faults
 from benchmarks.env_server_process import ServedEnv, server_args
-from tooluse_agents.dtypes import machine
+from tooluse_agents.backends.dtypes import machine
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "env_server.json"

@@ -1,6 +1,6 @@
 """The oracle's episodes both ways, for the server benchmark: in-process (the reference) and over WebSocket sessions.
 
-The messages are the oracle agent's (`tooluse_agents.oracle`: each turn's ground-truth calls, then a
+The messages are the oracle agent's (`tooluse_agents.backends.oracle`: each turn's ground-truth calls, then a
 message without calls), played once on the rollout loop before anything is timed, so both ways send
 the same messages and the agent is not what is measured. A verdict is what an episode ended with:
 the reward, the number of steps and the checker's verdict (valid, error type, per-turn verdicts) as
@@ -21,9 +21,9 @@ import gymnasium as gym
 from websockets.asyncio.client import connect
 
 import tooluse_gym  # noqa: F401
-from tooluse_agents.backends import BackendSpec, make_agent
-from tooluse_agents.base import SamplingConfig
-from tooluse_agents.rollout import RolloutJob, run_rollouts
+from tooluse_agents.backends.base import SamplingConfig
+from tooluse_agents.backends.factory import BackendSpec, make_agent
+from tooluse_agents.rollout.loop import RolloutJob, run_rollouts
 from tooluse_gym.envs import MULTI_TURN_ID
 from tooluse_gym.envs.tool_env import play_messages, task_ids
 

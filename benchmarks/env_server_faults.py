@@ -31,7 +31,7 @@ from websockets.exceptions import ConnectionClosed
 
 from benchmarks.env_server_episodes import Episode, Verdict, play_wire, request, verdict
 from benchmarks.env_server_process import ServedEnv
-from tooluse_agents.integrations.openenv_client import SessionLost, ToolUseEnvClient
+from tooluse_gym.server.client import SessionLost, ToolUseEnvClient
 from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS as MAX_CHARS
 
 

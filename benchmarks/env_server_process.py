@@ -48,7 +48,7 @@ class ServedEnv:
 
     def start(self) -> ServedEnv:
         """Start the server (on the last port, after a kill) and wait for its "serving ... at URL" line."""
-        command = [sys.executable, "-m", "tooluse_agents.serve_env", "--host", HOST, "--port", str(self.port)]
+        command = [sys.executable, "-m", "tooluse_gym.server.app", "--host", HOST, "--port", str(self.port)]
         self.process = subprocess.Popen(
             [*command, *self.args],
             stdout=subprocess.DEVNULL,

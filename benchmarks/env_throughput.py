@@ -39,9 +39,9 @@ from pathlib import Path
 import gymnasium as gym
 
 import tooluse_gym  # noqa: F401
-from tooluse_agents.backends import BackendSpec, make_agent
-from tooluse_agents.base import SamplingConfig
-from tooluse_agents.rollout import RolloutJob, run_rollouts
+from tooluse_agents.backends.base import SamplingConfig
+from tooluse_agents.backends.factory import BackendSpec, make_agent
+from tooluse_agents.rollout.loop import RolloutJob, run_rollouts
 from tooluse_gym.envs import MULTI_TURN_ID
 from tooluse_gym.envs.tool_env import play_messages
 from tooluse_gym.tasks import bfcl

@@ -12,7 +12,7 @@ Every arm trains on the same next-turn prompts of BFCL's multi-turn ``base`` cat
 8 rollouts each, up to `--max-tokens` new tokens a message; a random model seldom stops early) and
 runs as its own process, one after the other:
 
-- ``ours_vanilla``: our trainer (``python -m tooluse_agents.grpo.cli``), every rollout in the update;
+- ``ours_vanilla``: our trainer (``python -m tooluse_agents.cli.train``), every rollout in the update;
 - ``ours_paper``: our trainer with the paper's recipe (filter k=1, 4 of 8 rollouts a group updated;
   with all rewards 0 no prompt is filtered, so what it saves here is sub-sampling's half of the update);
 - ``trl``: TRL's ``GRPOTrainer`` through our adapter (``python -m experiments.trl_arm``), HF generation.
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-CONFIG = "agents/grpo/configs/gpu_qwen3_4b.yaml"
+CONFIG = "agents/train/grpo/configs/gpu_qwen3_4b.yaml"
 SHAPES = {
     "qwen3_4b": dict(hidden_size=2560, intermediate_size=9728, num_hidden_layers=36, num_attention_heads=32,
                      num_key_value_heads=8, head_dim=128),
@@ -134,7 +134,7 @@ def arm_command(arm: str, sets: list[str], python: str) -> list[str]:
             str(TRL_MICRO_BATCH),
             "--no-progress",
         ]
-    return [python, "-m", "tooluse_agents.grpo.cli", CONFIG, *sets, "--no-progress"]
+    return [python, "-m", "tooluse_agents.cli.train", CONFIG, *sets, "--no-progress"]
 
 
 def read_steps(run_dir: Path) -> list[dict[str, Any]]:
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arm-timeout", type=float, default=240.0, help="seconds before an arm is stopped")
     parser.add_argument("--deadline", type=float, help="seconds from the start after which every arm is stopped")
     args = parser.parse_args(argv)
-    from tooluse_gym.models import resolve_model
+    from tooluse_agents.models.resolve import resolve_model
 
     work = args.work or args.out
     args.out.mkdir(parents=True, exist_ok=True)

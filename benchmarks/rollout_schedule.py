@@ -40,11 +40,11 @@ from pathlib import Path
 import gymnasium as gym
 
 import tooluse_gym  # noqa: F401
-from tooluse_agents.backends import BackendSpec, make_agent
-from tooluse_agents.base import SamplingConfig
-from tooluse_agents.dtypes import machine
-from tooluse_agents.evaluate import eval_task_ids
-from tooluse_agents.rollout import RolloutJob, run_rollouts
+from tooluse_agents.backends.base import SamplingConfig
+from tooluse_agents.backends.dtypes import machine
+from tooluse_agents.backends.factory import BackendSpec, make_agent
+from tooluse_agents.eval.run import eval_task_ids
+from tooluse_agents.rollout.loop import RolloutJob, run_rollouts
 from tooluse_agents.runs.records import EpisodeRecord
 from tooluse_gym.envs import SCENARIO_ID
 
@@ -172,7 +172,7 @@ def _free_port() -> int:
 def _serve(dtype: str, num_envs: int):
     port = _free_port()
     script = Path(sys.executable).with_name("tooluse-serve")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "tooluse_agents.serve"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "tooluse_agents.backends.serve"]
     command += [
         "smollm2-135m",
         "--served-model-name",

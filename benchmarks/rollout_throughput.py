@@ -18,10 +18,10 @@ from pathlib import Path
 import gymnasium as gym
 
 import tooluse_gym  # noqa: F401
-from tooluse_agents.backends import BackendSpec, make_agent
-from tooluse_agents.base import SamplingConfig
-from tooluse_agents.evaluate import eval_task_ids
-from tooluse_agents.rollout import RolloutJob, run_rollouts
+from tooluse_agents.backends.base import SamplingConfig
+from tooluse_agents.backends.factory import BackendSpec, make_agent
+from tooluse_agents.eval.run import eval_task_ids
+from tooluse_agents.rollout.loop import RolloutJob, run_rollouts
 from tooluse_gym.envs import SCENARIO_ID
 
 CURRICULUM = str(Path(__file__).resolve().parents[1] / "scenarios" / "curriculum" / "train.yaml")

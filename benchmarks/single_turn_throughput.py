@@ -41,9 +41,9 @@ sys.path.insert(0, str(ROOT))  # tests.bfcl_reference: BFCL's handlers as the di
 from benchmarks.env_throughput import _git, _machine  # noqa: E402
 from tests.bfcl_reference import handler, model_response  # noqa: E402
 from tests.bfcl_single_turn_reference import MODEL_NAMES, _entries, _language, _runner, category_of  # noqa: E402
-from tooluse_agents.backends import BackendSpec, make_agent  # noqa: E402
-from tooluse_agents.base import SamplingConfig  # noqa: E402
-from tooluse_agents.rollout import RolloutJob, run_rollouts  # noqa: E402
+from tooluse_agents.backends.base import SamplingConfig  # noqa: E402
+from tooluse_agents.backends.factory import BackendSpec, make_agent  # noqa: E402
+from tooluse_agents.rollout.loop import RolloutJob, run_rollouts  # noqa: E402
 from tooluse_gym.ast_checker import verdict  # noqa: E402
 from tooluse_gym.ast_languages import language_of  # noqa: E402
 from tooluse_gym.envs import SINGLE_TURN_ID  # noqa: E402

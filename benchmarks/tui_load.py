@@ -11,7 +11,7 @@ the app headless and measures:
   as wall time and as the CPU time the process spent (wall time counts other processes' load);
 * filter / sort: one key press each over all N rows.
 
-As a reference, the same file is read eagerly with `tooluse_agents.episode.read_episodes` (what a
+As a reference, the same file is read eagerly with `tooluse_agents.rollout.episode.read_episodes` (what a
 reader that parses every line before showing anything would pay). Run:
 ``python benchmarks/tui_load.py [--episodes 10000]``.
 """
@@ -98,7 +98,7 @@ def main() -> None:
         path = Path(tmp) / "episodes.jsonl"
         size = write_episodes(path, args.episodes)
         print(f"{args.episodes} episodes, {size / 1e6:.1f} MB")
-        from tooluse_agents.episode import read_episodes
+        from tooluse_agents.rollout.episode import read_episodes
 
         t = time.perf_counter()
         with warnings.catch_warnings():

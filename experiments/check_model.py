@@ -1,12 +1,12 @@
 """The model of the distributed training check: the tiny random Llama, taught the check's answers a little.
 
     python -m experiments.check_model runs/check-model      # ~30 s on 2 cores; then
-    tooluse-train --nproc 2 agents/grpo/configs/cpu_distributed_check.yaml
+    tooluse-train --nproc 2 agents/train/grpo/configs/cpu_distributed_check.yaml
 
 GRPO moves the weights only on groups whose rewards differ, and the tiny random model's
 output is noise, never a tool call. A few Adam steps on the check tasks' answers
 (`scenarios/checks/tiny_math.yaml`, each prompt rendered by the environment exactly as the
-agents see it, `tooluse_agents.sft.build_examples`), stopped once every answer's sequence probability
+agents see it, `tooluse_agents.train.sft.build_examples`), stopped once every answer's sequence probability
 reaches `TARGET`, make groups sampled at temperature 1 come out mixed about half the time.
 """
 
@@ -52,9 +52,9 @@ def build(folder: str | Path, scenarios: str | Path = CHECK_SCENARIOS, target: f
     """Save the taught model and its tokenizer to `folder` (seeded: the same weights every time)."""
     from transformers import AutoTokenizer
 
-    from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL
-    from tooluse_agents.sft import SFTConfig, build_examples
-    from tooluse_gym.models import SMOLLM2, resolve_model, tiny_llama
+    from tooluse_agents.models.resolve import SMOLLM2, resolve_model, tiny_llama
+    from tooluse_agents.train.grpo.tasks import TRAIN_PROTOCOL
+    from tooluse_agents.train.sft import SFTConfig, build_examples
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model(SMOLLM2))
     protocol = TRAIN_PROTOCOL.with_defaults(system_prompt="none", tool_format="python")

@@ -9,7 +9,7 @@ harness only runs what it says and reports against its criteria.
     python -m experiments.efficiency_v2 run --short --out /tmp/v2-smoke && \\
         python -m experiments.efficiency_v2 report --short --out /tmp/v2-smoke   # a few minutes: proves it works
 
-**run** trains each arm of one seed in its own process (``python -m tooluse_agents.grpo.cli BASE_CONFIG
+**run** trains each arm of one seed in its own process (``python -m tooluse_agents.cli.train BASE_CONFIG
 OVERRIDES --no-progress``, run folder ``runs/grpo-efficiency-v2/seed{S}/{arm}``) with the
 pre-registration's ``common`` and the arm's overrides, then the harness's own: the seed, the run
 folder, the start model, the budget, evaluations at every ``eval_every_train_s`` training seconds
@@ -115,7 +115,7 @@ V2 = StudyPaths(
     Path("docs/grpo-efficiency-v2.png"),
     "grpo-efficiency-v2",
 )
-TRAINER = "tooluse_agents.grpo.cli"
+TRAINER = "tooluse_agents.cli.train"
 """The module our arms train with (``python -m TRAINER CONFIG OVERRIDES``)."""
 HARNESS_KEYS = (
     "seed",
@@ -226,7 +226,7 @@ def _split(override: str) -> tuple[str, Any]:
 
 
 def _config(prereg: Prereg, settings: Settings, arm: str, seed: int, at_start: bool):
-    from tooluse_agents.grpo.config import load_config
+    from tooluse_agents.train.grpo.config import load_config
 
     return load_config(ROOT / prereg.base_config, overrides(prereg, settings, arm, seed, at_start))
 
@@ -295,7 +295,7 @@ def run_arm(
     another trainer's driver that takes the same config and writes the same run folder
     (`experiments.trl_arm`). `extra` holds what a study adds to every result (a label, the file
     its targets came from)."""
-    from tooluse_agents.dtypes import machine
+    from tooluse_agents.backends.dtypes import machine
 
     plan = plan_start_eval(prereg, settings, arm, seed, mode)
     args = overrides(prereg, settings, arm, seed, plan["at_start"])

@@ -2,7 +2,7 @@
 
 One command runs the whole experiment from a fresh checkout, one step after the other on this machine:
 
-1. the weak warm-start: ``python -m tooluse_agents.sft --scenarios scenarios/curriculum/warmup.yaml
+1. the weak warm-start: ``python -m tooluse_agents.train.sft --scenarios scenarios/curriculum/warmup.yaml
    --limit N --out OUT/weakstart`` (N = ``--weakstart-limit``, 30 by default: 8 supervised steps,
    held-out 0.306 greedy on next-turn prompts, so the start is low but not zero); skipped when
    ``OUT/weakstart`` already holds its finished model (``model/config.json`` and ``summary.json``),
@@ -109,7 +109,7 @@ def start_model(args: argparse.Namespace) -> str:
 
 
 def weakstart_done(folder: Path) -> bool:
-    """The warm-start finished: `tooluse_agents.sft` writes summary.json after the model."""
+    """The warm-start finished: `tooluse_agents.train.sft` writes summary.json after the model."""
     return (folder / "model" / "config.json").is_file() and (folder / "summary.json").is_file()
 
 
@@ -117,7 +117,7 @@ def weakstart_command(args: argparse.Namespace) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "tooluse_agents.sft",
+        "tooluse_agents.train.sft",
         "--scenarios",
         WARMUP,
         "--limit",
@@ -173,7 +173,7 @@ def run_arm(name: str, args: argparse.Namespace) -> float:
     cmd = [
         sys.executable,
         "-m",
-        "tooluse_agents.grpo.cli",
+        "tooluse_agents.cli.train",
         str(args.config),
         *variant_overrides(name, args),
         "--no-progress",

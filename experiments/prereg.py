@@ -8,7 +8,7 @@ edit. Schema::
 
     version: 2
     study: grpo_efficiency_v2
-    base_config: agents/grpo/configs/cpu_curriculum.yaml
+    base_config: agents/train/grpo/configs/cpu_curriculum.yaml
     start_model: runs/weakstart/model
     seeds: [0, 1, 2]
     budget_s: 1800

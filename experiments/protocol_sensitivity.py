@@ -10,7 +10,7 @@ driver only runs what it says and reports it beside the paper's figures.
     python -m experiments.protocol_sensitivity report                 # JSON + figure from the run folders
 
 **run** plays, under ``--out`` (default ``runs/protocol-sensitivity``): the one-factor-at-a-time sweep
-on the curriculum's held-out split (`tooluse_agents.sweep.run_vary`: the base protocol with the base
+on the curriculum's held-out split (`tooluse_agents.eval.sweep.run_vary`: the base protocol with the base
 seeds, each change with the change seeds; folder ``curriculum/``), the BFCL slice (``bfcl/``) and,
 with ``--grpo-model``, that model's base row (``grpo-base/``). Each configuration is a normal
 ``tooluse-eval run`` folder written as its episodes finish, so a stopped study resumes.
@@ -80,8 +80,8 @@ def grid(prereg: Mapping[str, Any]) -> dict[str, list[Any]]:
 
 
 def _eval_config(prereg: Mapping[str, Any], model: str, **fields: Any) -> Any:
-    from tooluse_agents.base import SamplingConfig
-    from tooluse_agents.evaluate import EvalConfig
+    from tooluse_agents.backends.base import SamplingConfig
+    from tooluse_agents.eval.run import EvalConfig
 
     return EvalConfig(
         agent=prereg["agent"],
@@ -96,8 +96,8 @@ def _eval_config(prereg: Mapping[str, Any], model: str, **fields: Any) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Play every configuration the pre-registration names (skipping what is already done)."""
-    from tooluse_agents.evaluate import run_eval
-    from tooluse_agents.sweep import run_vary
+    from tooluse_agents.eval.run import run_eval
+    from tooluse_agents.eval.sweep import run_vary
     from tooluse_gym.envs.knobs import Knobs
 
     prereg = load(args.prereg)

@@ -6,7 +6,7 @@
 Each algorithm is trained on the train split's scenarios wrapped in `CandidateActions` (a
 `Discrete(K)` choice among candidate messages, see its docstring for what that setting leaks),
 then played on the held-out split with the official terminal reward, through the one rollout loop
-(`tooluse_agents.rollout.run_rollouts`, the policy as its agent: `PolicyAgent`); SB3 owns its
+(`tooluse_agents.rollout.loop.run_rollouts`, the policy as its agent: `PolicyAgent`); SB3 owns its
 training loop (``learn``), which reads only what ``step`` returns. Episodes are written
 as ``episodes.jsonl`` records and summarized by `tooluse_agents.runs.results`, the evaluation harness's
 format and aggregation, so the table reads like ``tooluse-eval``'s; ``--llm-results`` adds
@@ -38,9 +38,9 @@ from stable_baselines3.dqn.policies import DQNPolicy
 from torch import nn
 
 import tooluse_gym  # noqa: F401  (registers the env ids)
-from tooluse_agents.base import AgentRequest, Generation, SamplingConfig
+from tooluse_agents.backends.base import AgentRequest, Generation, SamplingConfig
 from tooluse_agents.integrations.chat_episode import task_ids_of
-from tooluse_agents.rollout import RolloutJob, run_rollouts
+from tooluse_agents.rollout.loop import RolloutJob, run_rollouts
 from tooluse_agents.runs.jsonl import JsonlWriter
 from tooluse_agents.runs.results import format_table, summarize
 from tooluse_gym.envs import SCENARIO_ID
@@ -214,7 +214,7 @@ def random_policy(num_candidates: int, seed: int) -> Policy:
 
 
 class PolicyAgent:
-    """A classic-RL policy as an agent of the one rollout loop (`tooluse_agents.rollout.run_rollouts`).
+    """A classic-RL policy as an agent of the one rollout loop (`tooluse_agents.rollout.loop.run_rollouts`).
 
     Each request's observation is `CandidateActions`' feature vector; a generation's text is the
     number of the candidate the policy picks (`CandidateActions.step` takes ``int(action)``), so

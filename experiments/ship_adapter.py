@@ -1,13 +1,13 @@
 """Ship a LoRA warm-start made by `tooluse sft` as a named model of the package, with its card.
 
-    python -m experiments.ship_adapter runs/warmstart-adapter tooluse_gym/adapters/smollm2-135m-warmstart \
+    python -m experiments.ship_adapter runs/warmstart-adapter agents/models/adapters/smollm2-135m-warmstart \
         --command "make warmstart-adapter"
 
 Copies the adapter (``adapter_config.json``, ``adapter_model.safetensors``) out of the run's
 ``model/`` folder and writes ``card.json`` beside it: the command and full `SFTConfig` that trained
 it, the training data (scenario file and its sha256, tasks, examples), the protocol card the
 examples were rendered under (from a reset of the scenario env with those knobs), the training
-summary, the code commit and the files' sizes and digests. `tooluse_gym.models` merges the
+summary, the code commit and the files' sizes and digests. `tooluse_agents.models.resolve` merges the
 adapter into SmolLM2-135M when the name ``smollm2-135m-warmstart`` is first used.
 """
 

@@ -14,7 +14,7 @@ runs before it. `start_key` collects every one of those inputs:
 - the seed, only when the evaluation samples (temperature above 0);
 - the sha256 of every ``*.py`` file under ``tooluse_gym/`` and ``agents/`` (except
   ``experiments/``, the study's own code), as they are on disk;
-- the machine (`tooluse_agents.dtypes.machine`: CPU model, bf16 flags, cores).
+- the machine (`tooluse_agents.backends.dtypes.machine`: CPU model, bf16 flags, cores).
 
 An arm reuses a recorded start evaluation only when its key's sha256 equals the recorded one's;
 otherwise it runs its own. What this cannot rule out: an inference engine whose greedy output
@@ -59,7 +59,7 @@ def folder_sha256(path: Path) -> str:
 @cache
 def model_sha256(model: str) -> str:
     """The start model's fingerprint: its folder's files (a named model resolved to its cache folder first)."""
-    from tooluse_gym.models import MODEL_NAMES, resolve_model
+    from tooluse_agents.models.resolve import MODEL_NAMES, resolve_model
 
     folder = Path(resolve_model(model) if model in MODEL_NAMES else model)
     if not folder.is_absolute():
@@ -97,7 +97,7 @@ def _heldout(source: Any) -> dict[str, Any]:
 
 def start_key(config: Any) -> dict[str, Any]:
     """Every input of a run's step-0 held-out evaluation (module docstring); `config` is a `TrainConfig`."""
-    from tooluse_agents.dtypes import machine
+    from tooluse_agents.backends.dtypes import machine
 
     if config.heldout is None:
         raise ValueError("the run has no held-out set")

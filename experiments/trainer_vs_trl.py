@@ -140,7 +140,7 @@ def pilot_attempt(prereg: Prereg, settings: v2.Settings, backend: str, seed: int
 
 
 def pilot(args: argparse.Namespace) -> int:
-    from tooluse_agents.dtypes import machine
+    from tooluse_agents.backends.dtypes import machine
 
     prereg = load_prereg(args.prereg)
     settings = v2.run_settings(args, prereg, PATHS)

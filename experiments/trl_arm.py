@@ -2,7 +2,7 @@
 
     python -m experiments.trl_arm CONFIG [key=value ...] [--backend hf_generate] [--no-progress]
 
-It takes our trainer's config and overrides (`tooluse_agents.grpo.config`), so that
+It takes our trainer's config and overrides (`tooluse_agents.train.grpo.config`), so that
 `experiments.trainer_vs_trl` hands the TRL arm exactly what it hands our arms, plus `AS_TRL`
 (what TRL's trainer is in our config's terms: no pre-rollout filter, every rollout in the update).
 From that config:
@@ -18,7 +18,7 @@ From that config:
 - **The clock and the held-out evaluations** (`experiments.trl_clock`): a callback keeps the
   training time; at the first optimizer-step boundary at or after each multiple of
   ``eval.every_train_s`` (and on the last step) it stops the clock, saves the weights and runs
-  our held-out evaluator on them: our trainer itself (``python -m tooluse_agents.grpo.cli`` on the
+  our held-out evaluator on them: our trainer itself (``python -m tooluse_agents.cli.train`` on the
   same config with ``policy.model`` the saved weights and ``max_steps=0``, which evaluates at
   step 0 and stops), so every arm is measured by the same code. The run stops once ``budget_s``
   of training time is spent (the step that reaches it is the last), after ``max_steps``, or when
@@ -57,7 +57,7 @@ PRECISION = {"cpu": None, "cuda": "bfloat16"}
 """The devices the arm runs on, with the compute dtype each must be configured with (weights are fp32)."""
 AS_TRL = ("filter.enabled=false", "grpo.update_size=null")
 """TRL's GRPOTrainer in our config's terms: no pre-rollout filter, every rollout in the update."""
-TRAINER = "tooluse_agents.grpo.cli"
+TRAINER = "tooluse_agents.cli.train"
 EVAL_OVERRIDES = ("max_steps=0", "eval.at_start=true", "save_every=1000000", "keep_checkpoints=1", "export_final=false")
 """What turns our trainer into the held-out evaluator of a model: evaluate at step 0, then stop."""
 MARKER = "trl.json"
@@ -195,7 +195,7 @@ class ArmRun:
 
     def evaluate(self, step: int, epoch: int, model: str | Path) -> float:
         """Evaluate `model` (a folder) on the held-out prompts; write its lines (clock stopped by the caller)."""
-        from tooluse_agents.grpo.metrics import eval_metrics
+        from tooluse_agents.runs.metrics import eval_metrics
 
         start = time.perf_counter()  # the weights were saved just before: not counted here
         reward, episodes = self.evaluator(model, step)
@@ -229,8 +229,8 @@ class ArmRun:
     def log(self, step: int, logs: dict[str, Any]) -> None:
         """TRL's logged metrics of a step: write its metrics line (clock stopped) and keep TRL's own line."""
         from experiments.trl_clock import step_row
-        from tooluse_agents.grpo.metrics import EVAL_KEY
         from tooluse_agents.runs.jsonl import append_jsonl
+        from tooluse_agents.runs.metrics import EVAL_KEY
         from tooluse_agents.runs.records import MetricsRecord
 
         with self.clock.paused():
@@ -311,14 +311,14 @@ def train(
     from trl import GRPOConfig, GRPOTrainer
 
     from experiments.trl_clock import RolloutMeter
-    from tooluse_agents.dtypes import machine
-    from tooluse_agents.grpo.config import dump_config
-    from tooluse_agents.grpo.prefilter import kept_prompts
-    from tooluse_agents.grpo.rollouts import before_last_turn
-    from tooluse_agents.grpo.tasks import env_factory, load_pool, prompts_for
+    from tooluse_agents.backends.dtypes import machine
     from tooluse_agents.integrations import trl as tooluse_trl
+    from tooluse_agents.models.resolve import resolve_model
     from tooluse_agents.runs.runlog import RunFiles
-    from tooluse_gym.models import resolve_model
+    from tooluse_agents.train.grpo.config import dump_config
+    from tooluse_agents.train.grpo.prefilter import kept_prompts
+    from tooluse_agents.train.grpo.rollouts import before_last_turn
+    from tooluse_agents.train.grpo.tasks import env_factory, load_pool, prompts_for
 
     run_dir = Path(config.run_dir)
     settings = grpo_settings(config, backend, run_dir / "trl", progress, micro_batch)
@@ -351,7 +351,7 @@ def train(
         "backend": backend,
         "grpo_config": settings,
         "rollout_func": {
-            "env": "ToolUse-Tasks-v0 over the training pool (tooluse_agents.grpo.tasks.env_factory)",
+            "env": "ToolUse-Tasks-v0 over the training pool (tooluse_agents.train.grpo.tasks.env_factory)",
             "prompts": len(pool.tasks),
             "mode": mode,
             "scripted": "before_last_turn" if scripted else None,
@@ -388,7 +388,7 @@ def train(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m experiments.trl_arm", description=__doc__.split("\n")[0])
-    parser.add_argument("config", help="our trainer's YAML config (agents/grpo/configs/)")
+    parser.add_argument("config", help="our trainer's YAML config (agents/train/grpo/configs/)")
     parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides, as our trainer takes them")
     parser.add_argument("--backend", choices=list(BACKENDS), default="hf_generate", help="TRL's generation backend")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -400,8 +400,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_intermixed_args(argv)
-    from tooluse_agents.cli import quiet_backends
-    from tooluse_agents.grpo.config import load_config
+    from tooluse_agents.cli.eval import quiet_backends
+    from tooluse_agents.train.grpo.config import load_config
 
     overrides = [*args.overrides, *AS_TRL]
     config = load_config(args.config, overrides)

@@ -1,7 +1,7 @@
 """The TRL arm's bookkeeping, kept apart from TRL so it can be tested with a fake clock: pure Python.
 
 Study A of issue 40 (``benchmarks/preregistered/trainer_vs_trl_v1.yaml``) times TRL's
-``GRPOTrainer`` the way our trainer times itself (`tooluse_agents.grpo.schedule`):
+``GRPOTrainer`` the way our trainer times itself (`tooluse_agents.train.grpo.schedule`):
 
 - `TrainingClock`: training seconds, a clock that runs from the start of training and stops
   while a held-out evaluation (with the weights' save before it) runs;
@@ -12,7 +12,7 @@ Study A of issue 40 (``benchmarks/preregistered/trainer_vs_trl_v1.yaml``) times 
 - `RolloutMeter`: wraps the adapter's ``rollout_func`` and counts, per optimizer step, its
   seconds (the generation, with the env stepping and the oracle's turns: our trainer's rollout
   time), the policy's generated tokens, the completions and their rewards;
-- `step_row`: one optimizer step as a line of our ``metrics.jsonl`` (`tooluse_agents.grpo.metrics`),
+- `step_row`: one optimizer step as a line of our ``metrics.jsonl`` (`tooluse_agents.runs.metrics`),
   so that `experiments.run_summary` reads a TRL run like one of ours.
 """
 
@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from tooluse_agents.grpo.advantages import ALL_CORRECT, ALL_WRONG, MIXED, group_outcome
-from tooluse_agents.grpo.schedule import budget_spent, crosses_eval_point
+from tooluse_agents.train.grpo.advantages import ALL_CORRECT, ALL_WRONG, MIXED, group_outcome
+from tooluse_agents.train.grpo.schedule import budget_spent, crosses_eval_point
 
 
 class TrainingClock:
@@ -67,7 +67,7 @@ class TrainingClock:
 
 @dataclass(frozen=True)
 class Limits:
-    """When a run stops and evaluates (`tooluse_agents.grpo.config.TrainConfig`'s and ``eval``'s fields).
+    """When a run stops and evaluates (`tooluse_agents.train.grpo.config.TrainConfig`'s and ``eval``'s fields).
 
     Attributes:
         budget_s: Training seconds after which the step that reaches them is the last (None: none).
@@ -118,7 +118,7 @@ class StepRollouts:
         policy_tokens: Each completion's tokens the policy generated (env_mask 1), by prompt.
         completion_tokens: Each completion's length (the policy's and the env's tokens), by prompt.
         errors: Completions that ended with an error (a length limit, an env error).
-        episodes: The episode records (`tooluse_agents.episode` format), in order.
+        episodes: The episode records (`tooluse_agents.rollout.episode` format), in order.
     """
 
     seconds: float = 0.0

@@ -1,7 +1,7 @@
 """A scripted player for env tests: the task's ground truth, message by message, without the agents package.
 
 Env tests may look inside the env they test, so `Reference.act` reads its position there; agents read
-only what `reset` and `step` return (`tooluse_agents.rollout`).
+only what `reset` and `step` return (`tooluse_agents.rollout.loop`).
 """
 
 from __future__ import annotations

@@ -192,7 +192,7 @@ def test_protocol_sensitivity_table_reads_each_change_against_the_paper(tmp_path
 
 def test_metric_keys_page_lists_the_declaration():
     """The page lists every declared key once: the ones every line holds (`METRIC_KEYS`), then the others."""
-    from tooluse_agents.grpo.metrics import METRICS
+    from tooluse_agents.runs.metrics import METRICS
     from tooluse_agents.runs.records import METRIC_KEYS
 
     gen = _generator()

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_import_stays_light():
     code = (
-        "import sys, gymnasium as gym, tooluse_gym, tooluse_agents.evaluate; "
+        "import sys, gymnasium as gym, tooluse_gym, tooluse_agents.eval.run; "
         "env = gym.make('ToolUse-MultiTurn-v0'); env.reset(seed=0); "
         "print([m for m in ('torch', 'vllm', 'transformers', 'matplotlib') if m in sys.modules])"
     )
@@ -46,7 +46,7 @@ def test_the_env_suite_imports_nothing_of_the_layers_above_it():
 def test_loading_a_training_config_imports_no_torch():
     config = Path(__file__).resolve().parents[1] / "agents" / "grpo" / "configs" / "cpu_curriculum.yaml"
     code = (
-        "import sys; from tooluse_agents.grpo.config import load_config; "
+        "import sys; from tooluse_agents.train.grpo.config import load_config; "
         f"c = load_config({str(config)!r}, ['policy.model=tiny-random']); "
         "assert c.protocol.system_prompt == 'strong' and c.update.lr > 0; "
         "print([m for m in ('torch', 'vllm', 'transformers') if m in sys.modules])"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tooluse_gym.models import ADAPTERS, WARMSTART, adapter_digest, resolve_model
+from tooluse_agents.models.resolve import ADAPTERS, WARMSTART, adapter_digest, resolve_model
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ADAPTERS / WARMSTART
@@ -77,7 +77,7 @@ def test_sft_with_lora_saves_only_the_adapter_in_bf16(tmp_path):
     pytest.importorskip("peft")
     from safetensors.torch import load_file
 
-    from tooluse_agents.sft import main
+    from tooluse_agents.train.sft import main
 
     out = tmp_path / "sft"
     argv = ["--model", "tiny-random", "--limit", "2", "--out", str(out), "--lr", "1e-2", "lora.r=4", "lora.alpha=8"]

@@ -107,7 +107,7 @@ def test_the_installed_names_resolve_to_the_folders():
 
 
 def test_the_bfcl_extra_is_what_the_export_names():
-    from tooluse_agents.bfcl_export import BFCL_EVALUATOR_PACKAGES
+    from tooluse_agents.export.evaluator import BFCL_EVALUATOR_PACKAGES
 
     assert PYPROJECT["project"]["optional-dependencies"]["bfcl"] == list(BFCL_EVALUATOR_PACKAGES)
 
@@ -120,7 +120,7 @@ def test_installs_beside_the_openai_agents_sdk(tmp_path):
     code = (
         "import agents, tooluse_agents, tooluse_gym, tooluse_tui\n"
         "from agents import Agent, Runner, function_tool\n"
-        "from tooluse_agents.cli import main\n"
+        "from tooluse_agents.cli.eval import main\n"
         "print(agents.__file__)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)

@@ -4,7 +4,7 @@ An adapter for a framework that talks to a model through an OpenAI-compatible en
 an RL trainer's rollout function) needs three things from the env at every generation: the chat
 to send, the tool schemas to send with it, and what the env answered to the model's last message
 (tool results, or the next user message). `ChatEpisode` gives exactly these, in the shape
-`tooluse_agents.openai_agent.OpenAIAgent` sends, so a framework's model sees the prompt
+`tooluse_agents.backends.openai_compat.OpenAIAgent` sends, so a framework's model sees the prompt
 ``tooluse-eval`` would show it and the verdict is the env's own::
 
     env = make_chat_env("ToolUse-MultiTurn-v0", task_ids=["multi_turn_base_0"], system_prompt="none")
@@ -26,8 +26,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from tooluse_agents.openai_agent import openai_messages
-from tooluse_agents.seeding import derive_seed
+from tooluse_agents.backends.openai_compat import openai_messages
+from tooluse_agents.rollout.seeding import derive_seed
 from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
 from tooluse_gym.envs.tool_env import task_ids
 

@@ -1,18 +1,18 @@
 """Episodes as token sequences: what token-level trainer adapters (TRL) train on, kept on the one rollout loop.
 
-`play` runs episodes through `tooluse_agents.rollout.run_rollouts` (lockstep) with an agent that
+`play` runs episodes through `tooluse_agents.rollout.loop.run_rollouts` (lockstep) with an agent that
 keeps one token sequence per episode around the policy's agent. At each request it appends the
 env's answer to that episode's sequence, then asks the policy to continue the sequence. An
 episode ends up as **one** sequence: the prompt (everything before the policy's first message),
 then the completion (the policy's tokens, mask 1, and the env's tokens, mask 0). The policy is any
-`tooluse_agents.base.Agent` that continues `AgentRequest.prompt_token_ids` (a trainer's model, a
+`tooluse_agents.backends.base.Agent` that continues `AgentRequest.prompt_token_ids` (a trainer's model, a
 scripted writer in tests); the oracle answers scripted turns (`scripted=`), and the verdict is
-always the env's own. The episode record (`tooluse_agents.episode`) says what happened.
+always the env's own. The episode record (`tooluse_agents.rollout.episode`) says what happened.
 
 **How the tokens stay consistent with the env's rendering.** The policy always continues its
 own token sequence; it is never re-tokenized. So the tokens trained on are exactly the tokens
 it saw and sampled. After each step, the new observation is rendered with the chat template,
-the same way our agents render it (`tooluse_agents.base.chat_prompt`: ``obs["prompt"]`` when the
+the same way our agents render it (`tooluse_agents.backends.base.chat_prompt`: ``obs["prompt"]`` when the
 env has a ``tokenizer`` knob, else the tokenizer's own template, with the tools the env offers).
 If that text begins with the text the sequence spells so far, the rest is tokenized and appended
 as env tokens. The rest is everything the template and the env add after the policy's message:
@@ -67,10 +67,10 @@ from typing import Any
 
 import gymnasium as gym
 
-from tooluse_agents.base import Agent, AgentError, AgentRequest, Generation, SamplingConfig, chat_prompt
-from tooluse_agents.rollout import Episode, RolloutJob, run_rollouts
+from tooluse_agents.backends.base import Agent, AgentError, AgentRequest, Generation, SamplingConfig, chat_prompt
+from tooluse_agents.backends.scripted import ScriptedTurns
+from tooluse_agents.rollout.loop import Episode, RolloutJob, run_rollouts
 from tooluse_agents.runs.records import EpisodeRecord
-from tooluse_agents.scripted import ScriptedTurns
 from tooluse_gym.envs.knobs import check_choice
 
 PREFIX_BREAK_MODES = ("cut", "raise")
@@ -92,7 +92,7 @@ class EpisodeTokens:
             later user turns, the template's markers). Empty if the policy wrote nothing.
         logprobs: One per completion token: the sampling log-probability for a policy token, 0.0 for an env token.
         env_mask: One per completion token: 1 for a policy token, 0 for an env token.
-        record: The episode record (`tooluse_agents.episode.episode_record`): reward, checker summary,
+        record: The episode record (`tooluse_agents.rollout.episode.episode_record`): reward, checker summary,
             error, every step.
         checker: The env's final ``info["checker"]``, per-turn verdicts included. None when the episode
             stopped before the env ended it.
@@ -311,7 +311,7 @@ def play(
         max_completion_length: The most completion tokens (policy and env) per episode. None: no limit.
         max_context: The model's context, in tokens. None: no limit.
         on_prefix_break: ``cut`` | ``raise`` (see the module docstring).
-        scripted: Requests the oracle answers instead of the policy (`tooluse_agents.scripted`), e.g.
+        scripted: Requests the oracle answers instead of the policy (`tooluse_agents.backends.scripted`), e.g.
             the turns before a next-turn prompt's last. Their messages enter the sequence as env text.
 
     Raises:

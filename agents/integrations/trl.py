@@ -29,7 +29,7 @@ The rollout function returns these fields to TRL:
 - Per episode, for the reward functions: ``tooluse_reward`` (1.0 when the checker marked the
   episode valid and it ended without error), ``tooluse_checker`` (the env's final
   ``info["checker"]``), ``tooluse_error``, ``tooluse_untrained`` (messages played after a prefix
-  break) and ``tooluse_episode`` (the full episode record, `tooluse_agents.episode` format).
+  break) and ``tooluse_episode`` (the full episode record, `tooluse_agents.rollout.episode` format).
   `checker_reward` reads ``tooluse_reward``.
 
 Generation uses the trainer's own model through transformers, with TRL's generation settings
@@ -47,10 +47,10 @@ from typing import Any, TypeAlias
 
 import gymnasium as gym
 
-from tooluse_agents.base import AgentRequest, Generation, SamplingConfig
+from tooluse_agents.backends.base import AgentRequest, Generation, SamplingConfig
 from tooluse_agents.integrations.token_sequences import PREFIX_BREAK_MODES, EpisodeTokens, play
-from tooluse_agents.rollout import RolloutJob
-from tooluse_agents.seeding import derive_seed
+from tooluse_agents.rollout.loop import RolloutJob
+from tooluse_agents.rollout.seeding import derive_seed
 from tooluse_gym.envs import MULTI_TURN_ID
 from tooluse_gym.envs.knobs import check_choice
 from tooluse_gym.envs.tool_env import task_ids as env_task_ids
@@ -189,7 +189,7 @@ class TrainerAgent:
     A message is kept up to and including the first of TRL's stop tokens, and cut at the request's
     ``max_tokens``. Its log-probabilities come from the processed scores, that is after temperature
     and the top-k/top-p/min-p filters. The env receives the message decoded without special tokens,
-    as `tooluse_agents.hf_agent.HFAgent` sends it.
+    as `tooluse_agents.backends.hf.HFAgent` sends it.
     """
 
     name = "trl"
@@ -356,8 +356,8 @@ def make_rollout_func(
             trainer's ``max_completion_length``. Set it to hold whole episodes. An episode that
             runs out of room ends with the error ``max_completion_length`` and reward 0.
         scripted: Requests that the oracle answers instead of the model (e.g.
-            `tooluse_agents.grpo.rollouts.before_last_turn` with next-turn tasks,
-            `tooluse_agents.grpo.tasks.prompts_for`). Their messages are env text.
+            `tooluse_agents.train.grpo.rollouts.before_last_turn` with next-turn tasks,
+            `tooluse_agents.train.grpo.tasks.prompts_for`). Their messages are env text.
         on_prefix_break: ``cut`` (the sequence ends where the rendering stops extending it; the
             episode plays on) or ``raise``. See `tooluse_agents.integrations.token_sequences`.
         batch_size: The most episodes per ``generate`` call (None: all waiting episodes at once).

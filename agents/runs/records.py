@@ -1,7 +1,7 @@
 """The run files' formats as types, with a checked version.
 
 `EpisodeRecord` is one line of ``episodes.jsonl``, `MetricsRecord` one line of a training run's
-``metrics.jsonl``. The harness and the trainer write episodes (`tooluse_agents.episode.episode_record`), the trainer
+``metrics.jsonl``. The harness and the trainer write episodes (`rollout.episode.episode_record`), the trainer
 writes metrics (`tooluse_agents.runs.runlog`); `tooluse-eval`, the TUI and the benchmarks read both
 through `read_episodes` and `read_metrics`. `from_dict` accepts every record written so far
 (schema 1, keys added later defaulted, the trainer's ``train`` and ``eval_step`` kept in
@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tooluse_agents.grpo.metrics import EVAL_KEY, METRIC_KEYS  # the keys' one declaration (standard library only)
 from tooluse_agents.runs.jsonl import FileHealth, read_jsonl
+from tooluse_agents.runs.metrics import EVAL_KEY, METRIC_KEYS  # the keys' one declaration (standard library only)
 
 SCHEMA_VERSION = 1
 """The version this code writes, and the newest it reads."""

@@ -5,7 +5,7 @@ of `METRIC_KEYS` (plus ``eval/heldout_reward`` on steps where a held-out evaluat
 training time, rollout + update + sync summed over the steps so far, at which it ran). Every
 line of eval.jsonl is one held-out evaluation: step, epoch, reward, episodes, ``time/train_s``
 and its own duration ``time/eval_s`` (not training time). episodes.jsonl holds the
-training rollouts in the evaluation harness's record format (`tooluse_agents.episode`) with one
+training rollouts in the evaluation harness's record format (`tooluse_agents.rollout.episode`) with one
 extra ``train`` object (step, epoch, member, advantage, used). On resume, lines written after
 the checkpoint's step are dropped, so the files read as if the run had never stopped.
 """
@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tooluse_agents.grpo.metrics import undeclared
 from tooluse_agents.runs.jsonl import JsonlWriter, append_jsonl, read_jsonl
+from tooluse_agents.runs.metrics import undeclared
 from tooluse_agents.runs.records import EVAL_KEY, METRIC_KEYS, MetricsRecord
 
 __all__ = ["EVAL_KEY", "METRIC_KEYS", "RunFiles"]
@@ -51,13 +51,13 @@ class RunFiles:
     def metrics(self, record: MetricsRecord) -> None:
         """Append a step's metrics; a record without every `METRIC_KEYS` key, or with an undeclared one, is an error.
 
-        Every key is declared, with its meaning, in `tooluse_agents.grpo.metrics.METRICS`.
+        Every key is declared, with its meaning, in `tooluse_agents.runs.metrics.METRICS`.
         """
         if record.missing:
             raise ValueError(f"metrics record lacks {list(record.missing)}")
         unknown = undeclared(record.values)
         if unknown:
-            raise ValueError(f"metrics record has keys tooluse_agents.grpo.metrics.METRICS does not declare: {unknown}")
+            raise ValueError(f"metrics record has keys tooluse_agents.runs.metrics.METRICS does not declare: {unknown}")
         if self.write:
             append_jsonl(self.metrics_path, record.to_dict())
 

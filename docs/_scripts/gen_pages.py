@@ -7,7 +7,7 @@ Two kinds of output, so that no figure or flag on the site is typed by hand:
 
 * whole pages under ``docs/reference/``: the knob table (from `tooluse_gym.envs.knobs.Knobs`,
   ``CHOICES`` and each env id's defaults), the keys of ``metrics.jsonl`` (from their one
-  declaration, `tooluse_agents.grpo.metrics.METRICS`), and every CLI's flags (from the argparse
+  declaration, `tooluse_agents.runs.metrics.METRICS`), and every CLI's flags (from the argparse
   parsers, captured while each ``main`` builds them; nothing runs);
 * blocks between ``<!-- gen:NAME -->`` and ``<!-- /gen:NAME -->`` in ``README.md`` and the pages,
   filled from ``benchmarks/results/*.json``. A result file that does not exist yet gives a
@@ -109,26 +109,26 @@ def _overrides(knobs: Any, base: Any) -> str:
 
 
 def metric_keys() -> tuple[list[str], list[str]]:
-    """(keys every line holds, the others), in the order `tooluse_agents.grpo.metrics.METRICS` declares them."""
-    from tooluse_agents.grpo.metrics import METRICS
+    """(keys every line holds, the others), in the order `tooluse_agents.runs.metrics.METRICS` declares them."""
+    from tooluse_agents.runs.metrics import METRICS
 
     return [m.key for m in METRICS if m.always], [m.key for m in METRICS if not m.always]
 
 
 def metrics_page() -> str:
-    from tooluse_agents.grpo.metrics import METRICS
+    from tooluse_agents.runs.metrics import METRICS
 
     docs = {m.key: m.doc for m in METRICS}
     always, others = metric_keys()
     return (
-        HEADER.format(source="`tooluse_agents.grpo.metrics.METRICS`, the keys' one declaration")
+        HEADER.format(source="`tooluse_agents.runs.metrics.METRICS`, the keys' one declaration")
         + "# `metrics.jsonl` keys\n\n"
         + "`tooluse-train` appends one JSON object per training step to `RUN_DIR/metrics.jsonl` "
         + "([`MetricsRecord`][tooluse_agents.runs.records.MetricsRecord] reads it; "
         + "`tooluse-tui RUN_DIR` plots it live). "
         + "Held-out evaluations also go to `eval.jsonl` (`step`, `epoch`, `eval/heldout_reward`, `episodes`, "
         + "`time/train_s`, `time/eval_s`). A `*` stands for a family of keys. The trainer refuses to write a key "
-        + "that `tooluse_agents.grpo.metrics.METRICS` does not declare.\n\n"
+        + "that `tooluse_agents.runs.metrics.METRICS` does not declare.\n\n"
         + "## On every line\n\n"
         + "These are `tooluse_agents.runs.records.METRIC_KEYS`; a reader may rely on them.\n\n"
         + _table(["key", "meaning"], [[f"`{k}`", docs[k]] for k in always])
@@ -142,8 +142,8 @@ def metrics_page() -> str:
 
 def _clis() -> list[tuple[str, str, Callable[[], argparse.ArgumentParser]]]:
     """Every `tooluse` subcommand (its ``tooluse.commands`` entry point) and ``train prefilter``, with its parser."""
-    from tooluse_agents.command import commands, load
-    from tooluse_agents.grpo import prefilter
+    from tooluse_agents.cli.main import commands, load
+    from tooluse_agents.train.grpo import prefilter
 
     out = []
     for name, target in commands().items():
@@ -152,7 +152,7 @@ def _clis() -> list[tuple[str, str, Callable[[], argparse.ArgumentParser]]]:
         assert build is not None, f"{module} has no build_parser()"
         out.append((f"tooluse {name}", module.replace(".", "/") + ".py", build))
         if name == "train":
-            out.append(("tooluse train prefilter", "agents/grpo/prefilter.py", prefilter.build_parser))
+            out.append(("tooluse train prefilter", "agents/train/grpo/prefilter.py", prefilter.build_parser))
     return out
 
 

@@ -118,7 +118,7 @@ def protocol_sensitivity_page() -> str:
 
 def first_run_table() -> str:
     """`make run`'s table (model x benchmark x template), from first_run.json: the run's results.json as recorded."""
-    from tooluse_agents.sweep_table import table_markdown
+    from tooluse_agents.eval.table import table_markdown
 
     name = "first_run.json"
     data = _load(name)

@@ -13,7 +13,7 @@ Tiers (the scenario `category`):
 
 Every task offers 3-4 functions so prompts stay short. Tasks are dealt round-robin into the splits
 (two train, one held-out), and no task appears in both. A third split, ``warmup``, holds further
-distinct tasks for a supervised warm-start (``python -m tooluse_agents.sft``), so that neither RL split is
+distinct tasks for a supervised warm-start (``python -m tooluse_agents.train.sft``), so that neither RL split is
 seen during the warm-start.
 
 Single-turn tasks over the same tool classes (one request, BFCL's possible answers; `single_turn.py`

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tooluse_agents.backends import BACKENDS, BackendSpec, make_agent
-from tooluse_agents.evaluate import EvalConfig
-from tooluse_agents.oracle import OracleAgent
+from tooluse_agents.backends.factory import BACKENDS, BackendSpec, make_agent
+from tooluse_agents.backends.oracle import OracleAgent
+from tooluse_agents.eval.run import EvalConfig
 
 
 def test_the_oracle_needs_no_model():

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 from tests.agents.test_bfcl_export import TASKS, oracle_run
-from tooluse_agents import bfcl_evaluator
-from tooluse_agents.bfcl_evaluator import BFCL_EVALUATOR_PACKAGES, evaluator_program, missing_evaluator_packages
-from tooluse_agents.cli import main
+from tooluse_agents.cli.eval import main
+from tooluse_agents.export import evaluator as bfcl_evaluator
+from tooluse_agents.export.evaluator import BFCL_EVALUATOR_PACKAGES, evaluator_program, missing_evaluator_packages
 
 
 def test_only_packages_that_cannot_be_imported_are_missing(monkeypatch):

@@ -9,7 +9,7 @@ subprocess whose ``BFCL_PROJECT_ROOT`` is a temporary folder; the three perturbe
 several registered names at once) to keep the number of these slow calls down. BFCL must give every
 task the verdict (and error type) of episodes.jsonl, and every category and seed the accuracy of
 results.json. They are skipped while BFCL's evaluator dependencies are not installed (the ``bfcl``
-extra, `tooluse_agents.bfcl_evaluator.BFCL_EVALUATOR_PACKAGES`; ``make setup`` installs it).
+extra, `tooluse_agents.export.evaluator.BFCL_EVALUATOR_PACKAGES`; ``make setup`` installs it).
 """
 
 from __future__ import annotations
@@ -23,23 +23,16 @@ import subprocess
 
 import pytest
 
-from tooluse_agents.base import AgentError, Generation, SamplingConfig
-from tooluse_agents.bfcl_evaluator import evaluator_program, missing_evaluator_packages
-from tooluse_agents.bfcl_export import (
-    ExportError,
-    bfcl_result,
-    decode_payload,
-    encoding_of,
-    export_bfcl,
-    failed_inference,
-    is_bfcl_episode,
-    step_mismatch,
-    step_payload,
-)
-from tooluse_agents.cli import main
-from tooluse_agents.evaluate import EvalConfig, eval_task_ids, run_eval
+from tooluse_agents.backends.base import AgentError, Generation, SamplingConfig
+from tooluse_agents.cli.eval import main
+from tooluse_agents.eval.run import EvalConfig, eval_task_ids, run_eval
+from tooluse_agents.export.base import encoding_of, failed_inference, step_payload
+from tooluse_agents.export.evaluator import evaluator_program, missing_evaluator_packages
+from tooluse_agents.export.folders import ExportError
+from tooluse_agents.export.multi_turn import bfcl_result, decode_payload, is_bfcl_episode, step_mismatch
+from tooluse_agents.export.pipeline import export_bfcl
+from tooluse_agents.rollout.seeding import derive_seed
 from tooluse_agents.runs.records import EpisodeRecord, StepEntry, TurnEntry, read_episodes
-from tooluse_agents.seeding import derive_seed
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.prompts import json_call_block
 from tooluse_gym.types import ToolCall
@@ -602,7 +595,7 @@ SMOL_TASKS = ("multi_turn_base_0", "multi_turn_miss_func_0")
 
 @pytest.mark.slow
 def test_smollm2_run_gets_the_same_verdicts_from_bfcl(tmp_path, bfcl_evaluate):
-    from tooluse_agents.hf_agent import HFAgent, HFAgentConfig
+    from tooluse_agents.backends.hf import HFAgent, HFAgentConfig
 
     agent = HFAgent(HFAgentConfig(model="smollm2-135m", dtype="float32", threads=2))
     config = EvalConfig(

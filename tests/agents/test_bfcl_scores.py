@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tooluse_agents.evaluate import results_table
+from tooluse_agents.eval.run import results_table
 from tooluse_agents.runs.bfcl_scores import (
     CATEGORIES,
     FORMULAS,

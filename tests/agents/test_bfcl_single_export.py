@@ -26,17 +26,19 @@ import pytest
 
 from tests.agents.test_bfcl_export import BFCL_ENV, THINK, VALID, changed, message, record, step
 from tests.agents.test_bfcl_export import bfcl_evaluate as bfcl_evaluate  # the fixture, shared
-from tooluse_agents.base import AgentError, Generation
-from tooluse_agents.bfcl_export import ExportError, export_bfcl, failed_inference
-from tooluse_agents.bfcl_single_export import (
+from tooluse_agents.backends.base import AgentError, Generation
+from tooluse_agents.cli.eval import main
+from tooluse_agents.eval.run import EvalConfig, eval_task_ids, run_eval
+from tooluse_agents.export.base import failed_inference
+from tooluse_agents.export.folders import ExportError
+from tooluse_agents.export.pipeline import export_bfcl
+from tooluse_agents.export.single_turn import (
     SINGLE_TURN_TARGETS,
     decode_response,
     expects_underscores,
     result_folder,
     single_turn_result,
 )
-from tooluse_agents.cli import main
-from tooluse_agents.evaluate import EvalConfig, eval_task_ids, run_eval
 from tooluse_agents.runs.bfcl_scores import bfcl_scores
 from tooluse_agents.runs.records import read_episodes
 from tooluse_gym.envs.knobs import Knobs

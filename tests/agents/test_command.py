@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from tooluse_agents.command import commands, load, main
+from tooluse_agents.cli.main import commands, load, main
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))

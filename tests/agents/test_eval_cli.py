@@ -10,9 +10,9 @@ import warnings
 
 import pytest
 
-from tooluse_agents.cli import QUIET_ENV, main
-from tooluse_agents.episode import read_episodes
-from tooluse_agents.evaluate import eval_task_ids
+from tooluse_agents.cli.eval import QUIET_ENV, main
+from tooluse_agents.eval.run import eval_task_ids
+from tooluse_agents.rollout.episode import read_episodes
 
 
 def run(*args):
@@ -106,7 +106,7 @@ def test_a_run_refused_for_bad_input_writes_nothing_so_the_corrected_command_run
 
 
 def test_a_resumed_run_says_how_many_episodes_it_skipped_and_ctrl_c_says_how_to_resume(tmp_path, capsys, monkeypatch):
-    from tooluse_agents import evaluate
+    from tooluse_agents.eval import run as evaluate
 
     out = tmp_path / "stopped"
     argv = ["run", "--agent", "oracle", "--task-ids", "multi_turn_base_1", "multi_turn_base_2", "multi_turn_base_3"]
@@ -137,7 +137,7 @@ def test_a_resumed_run_says_how_many_episodes_it_skipped_and_ctrl_c_says_how_to_
 
 
 def test_run_json_keeps_its_shape_and_older_files_resume_under_an_equal_protocol(tmp_path):
-    from tooluse_agents.evaluate import EvalConfig
+    from tooluse_agents.eval.run import EvalConfig
     from tooluse_gym.envs.knobs import Knobs
 
     out = tmp_path / "old"
@@ -272,7 +272,7 @@ def test_compare_scores_only_the_tasks_and_seeds_both_runs_played(tmp_path, caps
     task sets), dropped the categories only B has, and counted nothing that was left out.
     """
     from tests.agents.differing_runs import write_runs
-    from tooluse_agents.evaluate import compare_runs
+    from tooluse_agents.eval.run import compare_runs
 
     runs = write_runs(tmp_path)
     assert run("compare", *map(str, runs)) == 0
@@ -321,7 +321,7 @@ def test_compare_scores_only_the_tasks_and_seeds_both_runs_played(tmp_path, caps
 
 
 def test_backend_logs_and_warnings_are_hidden_unless_verbose(tmp_path, monkeypatch):
-    from tooluse_agents import evaluate
+    from tooluse_agents.eval import run as evaluate
 
     seen = []
 
@@ -351,7 +351,7 @@ def test_backend_logs_and_warnings_are_hidden_unless_verbose(tmp_path, monkeypat
 
 
 def test_tensor_parallel_size_is_a_vllm_setting_recorded_only_when_set():
-    from tooluse_agents.evaluate import EvalConfig
+    from tooluse_agents.eval.run import EvalConfig
 
     assert "tensor_parallel_size" not in EvalConfig(agent="oracle").to_dict()  # older run.json files still match
     assert EvalConfig(agent="vllm", model="m", tensor_parallel_size=4).to_dict()["tensor_parallel_size"] == 4
@@ -361,8 +361,8 @@ def test_tensor_parallel_size_is_a_vllm_setting_recorded_only_when_set():
 
 
 def test_a_run_whose_every_episode_failed_says_so_above_the_table(tmp_path, capsys, monkeypatch):
-    from tooluse_agents import evaluate
-    from tooluse_agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
+    from tooluse_agents.backends.openai_compat import OpenAIAgent, OpenAIAgentConfig
+    from tooluse_agents.eval import run as evaluate
 
     def one_attempt(config, progress=True):
         return OpenAIAgent(OpenAIAgentConfig(model=config.model, base_url=config.base_url, max_attempts=1))
@@ -385,7 +385,7 @@ def test_a_run_whose_every_episode_failed_says_so_above_the_table(tmp_path, caps
 def test_every_option_of_run_and_sweep_says_what_it_does_and_its_default(command):
     import argparse
 
-    from tooluse_agents.cli import build_parser
+    from tooluse_agents.cli.eval import build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
     undocumented = [a.option_strings[0] for a in sub._actions if a.option_strings and not a.help]
@@ -430,8 +430,8 @@ def test_single_turn_categories_run_on_the_single_turn_env(tmp_path, capsys):
 
 
 def test_a_config_file_then_the_flags_given_then_key_value_overrides(tmp_path):
-    from tooluse_agents.cli import eval_config, parse_run_args
-    from tooluse_agents.evaluate import EvalConfig
+    from tooluse_agents.cli.eval import eval_config, parse_run_args
+    from tooluse_agents.eval.run import EvalConfig
     from tooluse_gym.envs.knobs import Knobs
 
     path = tmp_path / "eval.yaml"

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from tooluse_agents.base import SamplingConfig
-from tooluse_agents.evaluate import EvalConfig, run_eval
-from tooluse_agents.hf_agent import HFAgent, HFAgentConfig
+from tooluse_agents.backends.base import SamplingConfig
+from tooluse_agents.backends.hf import HFAgent, HFAgentConfig
+from tooluse_agents.eval.run import EvalConfig, run_eval
 from tooluse_gym.envs.knobs import Knobs
 
 TASKS = ("multi_turn_base_0", "multi_turn_base_1", "multi_turn_miss_param_2")
@@ -73,7 +73,7 @@ def test_prompts_over_the_context_are_recorded_errors(tmp_path):
 
 
 def test_generation_carries_token_ids_and_logprobs(agent):
-    from tooluse_agents.base import AgentRequest
+    from tooluse_agents.backends.base import AgentRequest
 
     request = AgentRequest(
         observation={"messages": [{"role": "user", "content": "Say hi."}], "tools": []}, seed=3, tool_format="python"
@@ -81,7 +81,7 @@ def test_generation_carries_token_ids_and_logprobs(agent):
     (gen,) = agent.generate([request], SamplingConfig(temperature=0.0, max_tokens=8))
     assert gen.text and gen.token_ids and len(gen.token_ids) == len(gen.logprobs) == gen.completion_tokens
     assert all(lp <= 0.0 for lp in gen.logprobs)
-    from tooluse_agents.base import chat_prompt
+    from tooluse_agents.backends.base import chat_prompt
 
     expected = agent.tokenizer(chat_prompt(agent.tokenizer, request.observation), add_special_tokens=False)
     assert gen.prompt_token_ids == tuple(expected["input_ids"]) and gen.prompt_tokens == len(gen.prompt_token_ids)

@@ -9,9 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tooluse_agents.base import AgentRequest, SamplingConfig
-from tooluse_agents.evaluate import EvalConfig, run_eval
-from tooluse_agents.openai_agent import OpenAIAgent, OpenAIAgentConfig, openai_messages
+from tooluse_agents.backends.base import AgentRequest, SamplingConfig
+from tooluse_agents.backends.openai_compat import OpenAIAgent, OpenAIAgentConfig, openai_messages
+from tooluse_agents.eval.run import EvalConfig, run_eval
 
 OK_BODY = {
     "id": "c1",

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.agents.test_hf_agent import TASKS, _episodes
-from tooluse_agents.base import SamplingConfig
-from tooluse_agents.evaluate import EvalConfig, run_eval
-from tooluse_agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
+from tooluse_agents.backends.base import SamplingConfig
+from tooluse_agents.backends.openai_compat import OpenAIAgent, OpenAIAgentConfig
+from tooluse_agents.eval.run import EvalConfig, run_eval
 from tooluse_gym.envs.knobs import Knobs
 
 pytestmark = pytest.mark.slow  # a server start (~30-90 s on 2 cores) and ~6k-token prefills
@@ -34,7 +34,7 @@ def _serve_command() -> list[str]:
     if os.environ.get("TOOLUSE_SERVE"):
         return [os.environ["TOOLUSE_SERVE"]]
     script = Path(sys.executable).with_name("tooluse-serve")  # the console script, as a user runs it
-    return [str(script)] if script.exists() else [sys.executable, "-m", "tooluse_agents.serve"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "tooluse_agents.backends.serve"]
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tooluse_agents.base import Generation
-from tooluse_agents.cli import QUIET_ENV, main
-from tooluse_agents.evaluate import _Progress
-from tooluse_agents.load_progress import load_bars
+from tooluse_agents.backends.base import Generation
+from tooluse_agents.backends.load_progress import load_bars
+from tooluse_agents.cli.eval import QUIET_ENV, main
+from tooluse_agents.eval.run import _Progress
 from tooluse_agents.runs.records import EpisodeRecord
 
 ONE_TASK = ["--categories", "base", "--limit", "1", "--seeds", "0"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tooluse_agents.rollout import RolloutJob, run_rollouts
+from tooluse_agents.rollout.loop import RolloutJob, run_rollouts
 from tooluse_agents.runs.jsonl import JsonlWriter
 from tooluse_agents.runs.records import (
     EVAL_KEY,
@@ -56,8 +56,8 @@ def test_todays_files_round_trip_exactly():
 def test_a_real_episode_round_trips():
     import gymnasium as gym
 
-    from tooluse_agents.base import SamplingConfig
-    from tooluse_agents.oracle import OracleAgent
+    from tooluse_agents.backends.base import SamplingConfig
+    from tooluse_agents.backends.oracle import OracleAgent
 
     (episode,) = run_rollouts(
         lambda: gym.make("ToolUse-MultiTurn-v0", category="miss_func"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tooluse_agents.cli import main
+from tooluse_agents.cli.eval import main
 from tooluse_gym.tasks.bfcl import CATEGORIES
 
 

@@ -61,7 +61,7 @@ def test_pass_at_k_counts_tasks_solved_by_all_none_or_some_samples():
 
 
 def test_the_printed_table_adds_pass_at_k_only_with_several_seeds():
-    from tooluse_agents.evaluate import results_table
+    from tooluse_agents.eval.run import results_table
 
     many = summarize([ep("a", s, float(s == 0), task_id="t") for s in range(3)])
     text = results_table({"summary": many})
@@ -112,7 +112,7 @@ def test_clean_subset_leaves_out_listed_tasks():
 
 
 def test_clean_table_and_caption_show_both_scores():
-    from tooluse_agents.evaluate import results_table
+    from tooluse_agents.eval.run import results_table
     from tooluse_agents.runs.results import clean_caption, format_clean_table
 
     s = summarize(_clean_episodes(), _registry("x1", "x2", "x3"))

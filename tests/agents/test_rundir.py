@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from tooluse_agents.rundir import RunConflict, RunDir
+from tooluse_agents.runs.rundir import RunConflict, RunDir
 
 
 def test_a_new_folder_starts_an_equal_config_resumes_another_is_refused_by_name(tmp_path):

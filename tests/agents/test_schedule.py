@@ -9,10 +9,10 @@ import gymnasium as gym
 import pytest
 
 import tooluse_gym  # noqa: F401
-from tooluse_agents.base import Generation, SamplingConfig
-from tooluse_agents.evaluate import EvalConfig, run_eval
-from tooluse_agents.oracle import OracleAgent
-from tooluse_agents.rollout import RolloutJob, resolve_schedule, run_rollouts
+from tooluse_agents.backends.base import Generation, SamplingConfig
+from tooluse_agents.backends.oracle import OracleAgent
+from tooluse_agents.eval.run import EvalConfig, run_eval
+from tooluse_agents.rollout.loop import RolloutJob, resolve_schedule, run_rollouts
 
 TASKS = ("multi_turn_base_0", "multi_turn_base_3", "multi_turn_miss_func_1", "multi_turn_long_context_2")
 SAMPLING = SamplingConfig(temperature=1.0, max_tokens=16)

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from tooluse_agents.seeding import derive_seed
+from tooluse_agents.rollout.seeding import derive_seed
 
 
 def _sha(text: str, n: int) -> int:

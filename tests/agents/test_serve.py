@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from tooluse_agents.serve import GiB, Machine, ServeConfig, cpu_kv_cache_gib, cpu_ranges, main, server_command
+from tooluse_agents.backends.serve import GiB, Machine, ServeConfig, cpu_kv_cache_gib, cpu_ranges, main, server_command
 
 CPU = Machine(device="cpu", available_bytes=22 * GiB, cpus=(0, 1, 2, 3, 6), native_bf16=False)
 GPU = Machine(device="gpu")

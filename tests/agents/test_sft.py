@@ -11,12 +11,12 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from tooluse_agents.base import chat_prompt  # noqa: E402
-from tooluse_agents.grpo.config import PolicyConfig  # noqa: E402
-from tooluse_agents.grpo.policy import Policy  # noqa: E402
-from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL  # noqa: E402
-from tooluse_agents.sft import SFTConfig, batch_nll, build_examples, main, task_order  # noqa: E402
-from tooluse_gym.models import resolve_model  # noqa: E402
+from tooluse_agents.backends.base import chat_prompt  # noqa: E402
+from tooluse_agents.models.resolve import resolve_model  # noqa: E402
+from tooluse_agents.train.grpo.config import PolicyConfig  # noqa: E402
+from tooluse_agents.train.grpo.tasks import TRAIN_PROTOCOL  # noqa: E402
+from tooluse_agents.train.policy import Policy  # noqa: E402
+from tooluse_agents.train.sft import SFTConfig, batch_nll, build_examples, main, task_order  # noqa: E402
 
 WARMUP = str(Path(__file__).resolve().parents[2] / "scenarios" / "curriculum" / "warmup.yaml")
 
@@ -111,7 +111,7 @@ def test_bad_settings_are_refused():
 
 
 def test_config_file_flags_and_overrides_merge_in_that_order(tmp_path):
-    from tooluse_agents.sft import build_parser, config_from_args
+    from tooluse_agents.train.sft import build_parser, config_from_args
 
     path = tmp_path / "sft.yaml"
     path.write_text("epochs: 3\nlr: 2.0e-5\nbatch_size: 4\nprotocol: {template: context}\n")

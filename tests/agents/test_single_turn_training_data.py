@@ -10,13 +10,13 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from tooluse_agents.base import Generation, SamplingConfig  # noqa: E402
-from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL, TaskSource, env_factory, load_pool, prompts_for  # noqa: E402
-from tooluse_agents.oracle import OracleAgent  # noqa: E402
-from tooluse_agents.rollout import RolloutJob, run_rollouts  # noqa: E402
-from tooluse_agents.scripted import ScriptedTurns, before_last_turn  # noqa: E402
-from tooluse_agents.sft import SFTConfig, build_examples  # noqa: E402
-from tooluse_gym.models import resolve_model  # noqa: E402
+from tooluse_agents.backends.base import Generation, SamplingConfig  # noqa: E402
+from tooluse_agents.backends.oracle import OracleAgent  # noqa: E402
+from tooluse_agents.backends.scripted import ScriptedTurns, before_last_turn  # noqa: E402
+from tooluse_agents.models.resolve import resolve_model  # noqa: E402
+from tooluse_agents.rollout.loop import RolloutJob, run_rollouts  # noqa: E402
+from tooluse_agents.train.grpo.tasks import TRAIN_PROTOCOL, TaskSource, env_factory, load_pool, prompts_for  # noqa: E402
+from tooluse_agents.train.sft import SFTConfig, build_examples  # noqa: E402
 from tooluse_gym.tasks.scenario import load_scenario_set  # noqa: E402
 
 CURRICULUM = Path(__file__).resolve().parents[2] / "scenarios" / "curriculum"

@@ -8,8 +8,8 @@ import statistics
 
 import pytest
 
-from tooluse_agents.cli import main
-from tooluse_agents.sweep import format_sensitivity, one_factor_changes, paired_difference, seed_spread
+from tooluse_agents.cli.eval import main
+from tooluse_agents.eval.sweep import format_sensitivity, one_factor_changes, paired_difference, seed_spread
 
 
 def test_the_first_value_of_each_knob_is_the_base_and_every_other_value_one_change():

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tooluse_agents.cli import main
-from tooluse_agents.sweep_table import benchmark_label, collect, table_markdown
+from tooluse_agents.cli.eval import main
+from tooluse_agents.eval.table import benchmark_label, collect, table_markdown
 
 
 def _sweep(root, name, *, model, scenarios=None, categories=None, base, change, paired):

@@ -9,13 +9,13 @@ import pytest
 
 from tests.agents.test_hf_agent import _config as hf_config
 from tests.agents.test_hf_agent import _episodes
-from tooluse_agents.base import AgentRequest, SamplingConfig, chat_prompt
-from tooluse_agents.evaluate import run_eval
+from tooluse_agents.backends.base import AgentRequest, SamplingConfig, chat_prompt
+from tooluse_agents.eval.run import run_eval
 
 
 @pytest.fixture(scope="module")
 def agent():
-    from tooluse_agents.vllm_agent import VLLMAgent, VLLMAgentConfig
+    from tooluse_agents.backends.vllm import VLLMAgent, VLLMAgentConfig
 
     engine = VLLMAgent(VLLMAgentConfig(model="smollm2-135m", dtype="float32", max_model_len=4096, cpu_kv_cache_gib=1))
     yield engine

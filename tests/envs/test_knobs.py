@@ -9,11 +9,11 @@ import gymnasium as gym
 import pytest
 
 from tests.scripted import END_OF_TURN
-from tooluse_agents.cli import eval_config, parse_run_args, run_parser
-from tooluse_agents.evaluate import PROTOCOL_KNOBS
-from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL, env_factory
-from tooluse_agents.knob_flags import SWEPT, given_knobs
+from tooluse_agents.cli.eval import eval_config, parse_run_args, run_parser
+from tooluse_agents.eval.run import PROTOCOL_KNOBS
+from tooluse_agents.train.grpo.tasks import TRAIN_PROTOCOL, env_factory
 from tooluse_gym.envs.builder import TASKS_ENV_ID, TaskPool
+from tooluse_gym.envs.flags import SWEPT, given_knobs
 from tooluse_gym.envs.knobs import CHOICES, Knobs, optional_knobs_model
 from tooluse_gym.envs.multi_turn import bfcl_pool
 from tooluse_gym.tasks import bfcl, evenly_spaced

@@ -10,10 +10,10 @@ import pytest
 
 import tooluse_gym  # noqa: F401  (registers the ids)
 from tests.single_turn_cases import UNWRITTEN_AS_JAVA_TEXT, message
-from tooluse_agents.base import SamplingConfig
-from tooluse_agents.episode import episode_record
-from tooluse_agents.oracle import OracleAgent
-from tooluse_agents.rollout import RolloutJob, run_rollouts
+from tooluse_agents.backends.base import SamplingConfig
+from tooluse_agents.backends.oracle import OracleAgent
+from tooluse_agents.rollout.episode import episode_record
+from tooluse_agents.rollout.loop import RolloutJob, run_rollouts
 from tooluse_gym.ast_languages import language_of
 from tooluse_gym.envs.ids import SINGLE_TURN_ID
 from tooluse_gym.envs.tool_env import protocol_card, task_ids

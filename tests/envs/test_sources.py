@@ -8,7 +8,7 @@ import gymnasium as gym
 import pytest
 from gymnasium.envs.registration import EnvSpec
 
-from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL, TaskSource, env_factory, load_pool, prompts_for
+from tooluse_agents.train.grpo.tasks import TRAIN_PROTOCOL, TaskSource, env_factory, load_pool, prompts_for
 from tooluse_gym.envs.builder import TASKS_ENV_ID
 from tooluse_gym.envs.sources import source_pool
 

@@ -39,7 +39,7 @@ def test_cell_statistics_by_hand():
 
 def test_the_preregistered_cells_are_commands_tooluse_eval_takes():
     prereg = yaml.safe_load(study.PREREG.read_text())
-    from tooluse_agents.cli import build_parser
+    from tooluse_agents.cli.eval import build_parser
 
     parser = build_parser()
     for name, cell in prereg["cells"].items():

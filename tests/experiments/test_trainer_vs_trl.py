@@ -20,9 +20,9 @@ from experiments import trainer_vs_trl as tvt
 from experiments.prereg import ROOT, load_prereg
 from experiments.trl_arm import AS_TRL, ArmRun, grpo_settings
 from experiments.trl_clock import Limits, RolloutMeter, StepRollouts, TrainingClock, step_end, step_row
-from tooluse_agents.grpo.config import load_config
-from tooluse_agents.grpo.schedule import simulate
 from tooluse_agents.runs.runlog import RunFiles
+from tooluse_agents.train.grpo.config import load_config
+from tooluse_agents.train.grpo.schedule import simulate
 
 PROMPTS = [f"p{i}" for i in range(8)]
 
@@ -58,7 +58,7 @@ def test_the_clock_stops_while_paused():
     "durations", [[40.0] * 20, [70.0, 90.0, 155.0, 10.0, 10.0, 400.0, 30.0], [149.0, 1.0, 149.0, 2.0, 300.0]]
 )
 def test_step_end_decides_as_our_trainer_plans(durations):
-    """The same evaluation points and last step as `tooluse_agents.grpo.schedule.simulate` (our trainer's rules)."""
+    """The same evaluation points and last step as `tooluse_agents.train.grpo.schedule.simulate` (our rules)."""
     limits = Limits(budget_s=600.0, max_steps=None, every_train_s=150.0, every_steps=None)
     boundaries, evals = simulate(durations, budget_s=600.0, every_s=150.0)
     seen, train_s, stop = [0.0], 0.0, None

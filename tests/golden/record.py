@@ -88,7 +88,7 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 def _cli(*args: str) -> None:
     subprocess.run(
-        [sys.executable, "-c", "import sys; from tooluse_agents.cli import main; sys.exit(main())", *args],
+        [sys.executable, "-c", "import sys; from tooluse_agents.cli.eval import main; sys.exit(main())", *args],
         check=True,
         cwd=ROOT,
         capture_output=True,
@@ -153,16 +153,16 @@ def vllm_eval() -> dict[str, Any]:
 
 def grpo_smoke() -> dict[str, Any]:
     """The ``cpu_smoke`` GRPO run (tiny random model, HF engine): its metrics rows and its rollouts."""
-    import tooluse_agents.grpo
+    import tooluse_agents.train.grpo
 
-    config = Path(tooluse_agents.grpo.__file__).parent / "configs" / "cpu_smoke.yaml"
+    config = Path(tooluse_agents.train.grpo.__file__).parent / "configs" / "cpu_smoke.yaml"
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "grpo"
         subprocess.run(
             [
                 sys.executable,
                 "-c",
-                "import sys; from tooluse_agents.grpo.cli import main; sys.exit(main())",
+                "import sys; from tooluse_agents.cli.train import main; sys.exit(main())",
                 str(config),
                 f"run_dir={run}",
                 "--no-progress",
@@ -182,11 +182,11 @@ def grpo_smoke() -> dict[str, Any]:
 
 def token_rollout() -> dict[str, Any]:
     """The token-sequence loop (what the TRL adapter's rollout function runs) with scripted writers."""
-    from tooluse_agents.grpo.rollouts import before_last_turn
-    from tooluse_agents.grpo.tasks import env_factory, prompts_for
+    from tooluse_agents.backends.oracle import END_OF_TURN, OracleAgent
     from tooluse_agents.integrations.token_sequences import play
-    from tooluse_agents.oracle import END_OF_TURN, OracleAgent
-    from tooluse_agents.rollout import RolloutJob
+    from tooluse_agents.rollout.loop import RolloutJob
+    from tooluse_agents.train.grpo.rollouts import before_last_turn
+    from tooluse_agents.train.grpo.tasks import env_factory, prompts_for
     from tooluse_gym.envs.knobs import Knobs
     from tooluse_gym.envs.multi_turn import bfcl_pool
     from tooluse_gym.tasks import bfcl
@@ -255,9 +255,9 @@ def token_rollout() -> dict[str, Any]:
 
 def chat_episode() -> dict[str, Any]:
     """The oracle's episodes through `ChatEpisode` (the verifiers adapter's glue): every view and the outcome."""
+    from tooluse_agents.backends.oracle import END_OF_TURN, OracleAgent
     from tooluse_agents.integrations.chat_episode import ChatEpisode, make_chat_env
-    from tooluse_agents.oracle import END_OF_TURN, OracleAgent
-    from tooluse_agents.rollout import request_for
+    from tooluse_agents.rollout.loop import request_for
 
     out: dict[str, Any] = {}
     cases = [

@@ -1,4 +1,4 @@
-"""One rank of the distributed check (`agents/grpo/configs/cpu_distributed_check.yaml`).
+"""One rank of the distributed check (`agents/train/grpo/configs/cpu_distributed_check.yaml`).
 
 For `test_distributed.py`:
 
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import torch
 
-import tooluse_agents.grpo.trainer as trainer_module
-from tooluse_agents.grpo.config import load_config
-from tooluse_agents.grpo.trainer import GRPOTrainer
+import tooluse_agents.train.grpo.trainer as trainer_module
+from tooluse_agents.train.grpo.config import load_config
+from tooluse_agents.train.grpo.trainer import GRPOTrainer
 
 
 def record_decisions(trainer: GRPOTrainer) -> list[dict]:

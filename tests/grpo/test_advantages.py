@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from tooluse_agents.grpo.advantages import group_advantages, group_stats, is_zero_variance
+from tooluse_agents.train.grpo.advantages import group_advantages, group_stats, is_zero_variance
 
 
 def test_one_success_in_four():

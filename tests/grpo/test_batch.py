@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from tooluse_agents.grpo.batch import Sample, collate, micro_batches
+from tooluse_agents.train.batch import Sample, collate, micro_batches
 
 
 def test_collate_masks_prompt_and_padding():

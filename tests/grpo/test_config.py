@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tooluse_agents.config_loader import from_dict
-from tooluse_agents.grpo.cli import main
-from tooluse_agents.grpo.config import TrainConfig, dump_config, load_config
+from tooluse_agents.cli.config_loader import from_dict
+from tooluse_agents.cli.train import main
+from tooluse_agents.train.grpo.config import TrainConfig, dump_config, load_config
 
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "agents" / "grpo" / "configs").glob("*.yaml"))
 

@@ -1,11 +1,11 @@
-"""`tooluse_agents.grpo.distributed` without a process group: dealing prompts, single-process collectives, settings."""
+"""`tooluse_agents.train.grpo.distributed` without a process group: dealing prompts, collectives, settings."""
 
 from __future__ import annotations
 
 import pytest
 
-from tooluse_agents.grpo.config import RolloutConfig
-from tooluse_agents.grpo.distributed import Dist
+from tooluse_agents.train.grpo.config import RolloutConfig
+from tooluse_agents.train.grpo.distributed import Dist
 
 
 def test_prompts_are_dealt_round_robin_and_every_prompt_goes_to_one_rank():

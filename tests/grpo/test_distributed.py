@@ -1,6 +1,6 @@
 """GRPO on two ranks (torchrun, gloo, FSDP2) trains what one process trains, and resumes exactly.
 
-Each run is the distributed check (`agents/grpo/configs/cpu_distributed_check.yaml`, through
+Each run is the distributed check (`agents/train/grpo/configs/cpu_distributed_check.yaml`, through
 `tests/grpo/dist_worker.py`): the check model on three prompts (two ranks get two and one),
 groups of 4 of which 2 are used, the pre-rollout filter on, 3 steps. The selective runs add
 GRESO's filter and screening (6 steps, the tiny model): every rank makes the same skip and screen

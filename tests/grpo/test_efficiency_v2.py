@@ -47,7 +47,7 @@ def _write(path: Path, rows: list[dict]) -> None:
 
 
 def fake_trainer(calls: list[dict]):
-    """A stand-in for ``python -m tooluse_agents.grpo.cli``: writes the run folder of FAKE[arm]."""
+    """A stand-in for ``python -m tooluse_agents.cli.train``: writes the run folder of FAKE[arm]."""
 
     def train(cmd: list[str]) -> None:
         sets = dict(o.split("=", 1) for o in cmd if "=" in o)
@@ -217,7 +217,7 @@ def test_run_and_report_from_fake_runs(prereg_file, tmp_path, monkeypatch):
     }
     assert paper["run_order"] == ["vanilla", "paper", "selective"] and paper["prereg"]["sha256"]
     assert paper["machine"]["cpu_model"] and paper["runtime"] == {"schedule": "lockstep"}
-    assert paper["command"][:3] == ["python", "-m", "tooluse_agents.grpo.cli"]
+    assert paper["command"][:3] == ["python", "-m", "tooluse_agents.cli.train"]
     # the filter skipped 2 prompts from epoch 2 (its first step starts at 150 s of 300)
     totals = paper["totals"]
     assert paper["per_epoch"]["2"]["skipped_prompts"] == 2 and paper["per_epoch"]["1"]["skipped_prompts"] == 0

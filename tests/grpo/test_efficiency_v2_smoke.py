@@ -23,7 +23,7 @@ ARMS = ("vanilla", "paper", "selective")
 
 
 def _knobs_landed() -> bool:
-    from tooluse_agents.grpo.config import load_config
+    from tooluse_agents.train.grpo.config import load_config
 
     try:
         load_config(None, ["filter.kind=zero_variance", "rollout.screen.members=4"])

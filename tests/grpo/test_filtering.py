@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tooluse_agents.grpo.filtering import FilterConfig, PromptFilter
+from tooluse_agents.train.grpo.filtering import FilterConfig, PromptFilter
 
 IDS = ["a", "b", "c"]
 CORRECT, MIXED, WRONG = [1.0] * 4, [1.0, 0.0, 1.0, 1.0], [0.0] * 4

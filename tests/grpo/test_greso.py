@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from tooluse_agents.grpo.advantages import ALL_CORRECT, ALL_WRONG, MIXED, group_outcome
-from tooluse_agents.grpo.config import load_config
-from tooluse_agents.grpo.filtering import FilterConfig, PromptFilter, make_filter
-from tooluse_agents.grpo.greso import ZeroVarianceConfig, ZeroVarianceFilter, adapt, draw, keep_probability
+from tooluse_agents.train.grpo.advantages import ALL_CORRECT, ALL_WRONG, MIXED, group_outcome
+from tooluse_agents.train.grpo.config import load_config
+from tooluse_agents.train.grpo.filtering import FilterConfig, PromptFilter, make_filter
+from tooluse_agents.train.grpo.greso import ZeroVarianceConfig, ZeroVarianceFilter, adapt, draw, keep_probability
 
 CORRECT, WRONG, MIXED_GROUP = [1.0] * 4, [0.0] * 4, [1.0, 0.0, 0.0, 1.0]
 

@@ -7,8 +7,8 @@ import shlex
 import pytest
 import yaml
 
-from tooluse_agents.grpo import trainer as trainer_module
-from tooluse_agents.grpo.cli import main
+from tooluse_agents.cli.train import main
+from tooluse_agents.train.grpo import trainer as trainer_module
 
 
 @pytest.fixture

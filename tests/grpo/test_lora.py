@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from tooluse_agents.grpo.batch import Sample
-from tooluse_agents.grpo.policy import LoraSettings, Policy, PolicyConfig
-from tooluse_agents.grpo.update import PolicyUpdater, UpdateConfig
+from tooluse_agents.train.batch import Sample
+from tooluse_agents.train.grpo.update import PolicyUpdater, UpdateConfig
+from tooluse_agents.train.policy import LoraSettings, Policy, PolicyConfig
 
 
 def test_lora_update_moves_adapters_and_merged_weights(tiny_model):

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from tooluse_agents.grpo.loss import clipped_token_losses, describe, kl_k3, loss_terms
+from tooluse_agents.train.grpo.loss import clipped_token_losses, describe, kl_k3, loss_terms
 
 
 def _t(values):

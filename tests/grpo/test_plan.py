@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import random
 
-from tooluse_agents.grpo.advantages import ALL_WRONG
-from tooluse_agents.grpo.filtering import FilterConfig, PromptFilter
-from tooluse_agents.grpo.greso import ZeroVarianceConfig, ZeroVarianceFilter, draw
-from tooluse_agents.grpo.plan import EpochCounts, EpochPlan
-from tooluse_agents.seeding import derive_seed
+from tooluse_agents.rollout.seeding import derive_seed
+from tooluse_agents.train.grpo.advantages import ALL_WRONG
+from tooluse_agents.train.grpo.filtering import FilterConfig, PromptFilter
+from tooluse_agents.train.grpo.greso import ZeroVarianceConfig, ZeroVarianceFilter, draw
+from tooluse_agents.train.grpo.plan import EpochCounts, EpochPlan
 
 IDS = [f"p{i}" for i in range(7)]
 

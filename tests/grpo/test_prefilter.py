@@ -11,9 +11,9 @@ import yaml
 
 from tests.grpo.test_trainer import _config, tiny_trainer
 from tests.grpo.tiny import pool
-from tooluse_agents.grpo.cli import main
-from tooluse_agents.grpo.prefilter import KeepList, kept_prompts, prefilter, read_keep_list, write_keep_list
-from tooluse_agents.grpo.tasks import prompts_for
+from tooluse_agents.cli.train import main
+from tooluse_agents.train.grpo.prefilter import KeepList, kept_prompts, prefilter, read_keep_list, write_keep_list
+from tooluse_agents.train.grpo.tasks import prompts_for
 
 CHECK = Path(__file__).resolve().parents[2] / "agents" / "grpo" / "configs" / "cpu_distributed_check.yaml"
 CHECK_PROMPTS = ["add_2_3@turn1", "mul_4_5@turn1", "add_3_4@turn1"]
@@ -48,7 +48,7 @@ def test_the_command_keeps_what_the_oracle_solves_and_a_run_trains_on_it(tmp_pat
 
 
 def test_the_tiny_model_keeps_the_prompts_it_solves_at_least_once(tiny_model, tmp_path):
-    from tooluse_agents.evaluate import EvalConfig, make_agent
+    from tooluse_agents.eval.run import EvalConfig, make_agent
     from tooluse_agents.runs.records import EpisodeRecord
 
     config = _config(tiny_model, tmp_path / "unused", "rollout.num_envs=8")
@@ -105,9 +105,9 @@ def test_options_and_overrides_in_any_order(capsys):
 
 
 def test_dtype_offers_what_tooluse_eval_offers():
-    from tooluse_agents.cli import build_parser as eval_parser
-    from tooluse_agents.dtypes import DTYPES
-    from tooluse_agents.grpo.prefilter import build_parser
+    from tooluse_agents.backends.dtypes import DTYPES
+    from tooluse_agents.cli.eval import build_parser as eval_parser
+    from tooluse_agents.train.grpo.prefilter import build_parser
 
     def dtype(parser):
         return next(a for a in parser._actions if a.dest == "dtype")

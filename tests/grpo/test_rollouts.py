@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tooluse_agents.base import AgentError, Generation
-from tooluse_agents.grpo.rollouts import StepTokens, policy_steps
-from tooluse_agents.rollout import Episode
+from tooluse_agents.backends.base import AgentError, Generation
+from tooluse_agents.rollout.loop import Episode
 from tooluse_agents.runs.records import EpisodeRecord
+from tooluse_agents.train.grpo.rollouts import StepTokens, policy_steps
 
 RECORD = EpisodeRecord(task_id="t", reward=0.0, agent={"name": "hf"})
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tooluse_agents.grpo.config import load_config
-from tooluse_agents.grpo.schedule import budget_spent, crosses_eval_point, simulate
+from tooluse_agents.train.grpo.config import load_config
+from tooluse_agents.train.grpo.schedule import budget_spent, crosses_eval_point, simulate
 
 
 def test_the_budget_is_spent_once_training_time_reaches_it():

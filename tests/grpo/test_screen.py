@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from tests.grpo.tiny import PROTOCOL, pool
-from tooluse_agents.base import SamplingConfig
-from tooluse_agents.grpo.config import load_config
-from tooluse_agents.grpo.rollouts import Rollout, ScriptedTurns, before_last_turn, play_groups
-from tooluse_agents.grpo.screen import ScreenConfig, passes, play_screened
-from tooluse_agents.grpo.tasks import env_factory, prompts_for
-from tooluse_agents.oracle import OracleAgent
-from tooluse_agents.seeding import derive_seed
+from tooluse_agents.backends.base import SamplingConfig
+from tooluse_agents.backends.oracle import OracleAgent
+from tooluse_agents.rollout.seeding import derive_seed
+from tooluse_agents.train.grpo.config import load_config
+from tooluse_agents.train.grpo.rollouts import Rollout, ScriptedTurns, before_last_turn, play_groups
+from tooluse_agents.train.grpo.screen import ScreenConfig, passes, play_screened
+from tooluse_agents.train.grpo.tasks import env_factory, prompts_for
 
 REWARDS = {  # member rewards of each prompt's group of 6
     "mixed_early": [1, 0, 1, 1, 0, 0],

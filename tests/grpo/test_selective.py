@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tests.grpo.test_trainer import _read, _without_timing, tiny_trainer
-from tooluse_agents.grpo.advantages import group_advantages
+from tooluse_agents.train.grpo.advantages import group_advantages
 
 ONE_STEP = ("max_steps=1", "grpo.prompts_per_step=2", "rollout.num_envs=1")  # num_envs 1: hf batches seed as a whole
 

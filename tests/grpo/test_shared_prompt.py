@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tooluse_agents.grpo.batch import Sample, collate
-from tooluse_agents.grpo.policy import Policy, PolicyConfig
-from tooluse_agents.grpo.shared_prompt import prompt_groups, shared_prompt_logprobs
-from tooluse_agents.grpo.update import PolicyUpdater, UpdateConfig
+from tooluse_agents.train.batch import Sample, collate
+from tooluse_agents.train.grpo.update import PolicyUpdater, UpdateConfig
+from tooluse_agents.train.policy import Policy, PolicyConfig
+from tooluse_agents.train.shared_prompt import prompt_groups, shared_prompt_logprobs
 
 
 @pytest.fixture(scope="module")

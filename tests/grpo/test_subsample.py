@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tooluse_agents.grpo.subsample import max_variance_subset
+from tooluse_agents.train.grpo.subsample import max_variance_subset
 
 
 def _var(values):

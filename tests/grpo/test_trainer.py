@@ -10,12 +10,12 @@ import torch
 import yaml
 
 from tests.grpo.tiny import PROTOCOL, pool
-from tooluse_agents.base import SamplingConfig
-from tooluse_agents.grpo.config import load_config
-from tooluse_agents.grpo.rollouts import ScriptedTurns, before_last_turn, play_groups
-from tooluse_agents.grpo.tasks import env_factory, prompts_for
-from tooluse_agents.grpo.trainer import GRPOTrainer, RunConflict
+from tooluse_agents.backends.base import SamplingConfig
 from tooluse_agents.runs.runlog import EVAL_KEY, METRIC_KEYS
+from tooluse_agents.train.grpo.config import load_config
+from tooluse_agents.train.grpo.rollouts import ScriptedTurns, before_last_turn, play_groups
+from tooluse_agents.train.grpo.tasks import env_factory, prompts_for
+from tooluse_agents.train.grpo.trainer import GRPOTrainer, RunConflict
 
 
 def _config(model, run_dir, *overrides):
@@ -74,7 +74,7 @@ def test_two_steps_change_parameters_and_write_every_metric(tiny_model, tmp_path
 
 
 def test_the_hf_engine_generates_in_the_updates_compute_dtype(tiny_model, tmp_path):
-    from tooluse_agents.base import AgentRequest
+    from tooluse_agents.backends.base import AgentRequest
 
     fp32 = tiny_trainer(tiny_model, tmp_path / "a", heldout=False)
     assert fp32.agent.config.autocast is None  # policy.autocast=null: fp32 compute everywhere
@@ -101,7 +101,7 @@ def test_keep_checkpoints_0_writes_none(tiny_model, tmp_path):
 def test_only_generated_tokens_are_samples(tiny_model):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from tooluse_agents.hf_agent import HFAgent, HFAgentConfig
+    from tooluse_agents.backends.hf import HFAgent, HFAgentConfig
 
     torch.set_num_threads(1)
     model, tokenizer = AutoModelForCausalLM.from_pretrained(tiny_model), AutoTokenizer.from_pretrained(tiny_model)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tooluse_agents.grpo.batch import Sample
-from tooluse_agents.grpo.policy import Policy, PolicyConfig
-from tooluse_agents.grpo.update import PolicyUpdater, UpdateConfig
+from tooluse_agents.train.batch import Sample
+from tooluse_agents.train.grpo.update import PolicyUpdater, UpdateConfig
+from tooluse_agents.train.policy import Policy, PolicyConfig
 
 
 def _samples() -> list[Sample]:

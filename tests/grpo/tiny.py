@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tooluse_agents.grpo.tasks import TRAIN_PROTOCOL
+from tooluse_agents.train.grpo.tasks import TRAIN_PROTOCOL
 from tooluse_gym.envs.multi_turn import bfcl_pool
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.task import Task
@@ -46,7 +46,7 @@ def build_tiny_model(folder: Path, target_prob: float = 0.4) -> Path:
     from transformers import AutoTokenizer
 
     from experiments.check_model import teach
-    from tooluse_gym.models import resolve_model, tiny_llama
+    from tooluse_agents.models.resolve import resolve_model, tiny_llama
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))
     model = tiny_llama(tokenizer)

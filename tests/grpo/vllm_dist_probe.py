@@ -21,12 +21,12 @@ ANSWERS = ('<tool_call>{"name": "ls", "arguments": {}}</tool_call>', "I cannot o
 def main() -> None:
     import torch
 
-    from tooluse_agents.grpo.batch import Sample, collate
-    from tooluse_agents.grpo.distributed import Dist
-    from tooluse_agents.grpo.policy import Policy, PolicyConfig
-    from tooluse_agents.grpo.update import PolicyUpdater, UpdateConfig
-    from tooluse_agents.grpo.weight_sync import VLLMWeightSync
-    from tooluse_agents.vllm_agent import VLLMAgent, VLLMAgentConfig
+    from tooluse_agents.backends.vllm import VLLMAgent, VLLMAgentConfig
+    from tooluse_agents.train.batch import Sample, collate
+    from tooluse_agents.train.grpo.distributed import Dist
+    from tooluse_agents.train.grpo.update import PolicyUpdater, UpdateConfig
+    from tooluse_agents.train.grpo.weight_sync import VLLMWeightSync
+    from tooluse_agents.train.policy import Policy, PolicyConfig
 
     dist = Dist.from_env()
     os.environ["VLLM_CPU_OMP_THREADS_BIND"] = dist.cpu_cores()  # the trainer's split: this rank's cores

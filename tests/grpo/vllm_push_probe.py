@@ -17,11 +17,11 @@ PROMPT = (
 
 
 def main() -> None:
-    from tooluse_agents.grpo.batch import Sample, collate
-    from tooluse_agents.grpo.policy import Policy, PolicyConfig
-    from tooluse_agents.grpo.update import PolicyUpdater, UpdateConfig
-    from tooluse_agents.grpo.weight_sync import VLLMWeightSync
-    from tooluse_agents.vllm_agent import VLLMAgent, VLLMAgentConfig
+    from tooluse_agents.backends.vllm import VLLMAgent, VLLMAgentConfig
+    from tooluse_agents.train.batch import Sample, collate
+    from tooluse_agents.train.grpo.update import PolicyUpdater, UpdateConfig
+    from tooluse_agents.train.grpo.weight_sync import VLLMWeightSync
+    from tooluse_agents.train.policy import Policy, PolicyConfig
 
     engine = VLLMAgent(
         VLLMAgentConfig(model="smollm2-135m", dtype="float32", max_model_len=2048, cpu_kv_cache_gib=1, in_process=True)

@@ -27,11 +27,11 @@ import uvicorn
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from tooluse_agents.integrations.openenv_client import ToolUseEnvClient
-from tooluse_agents.integrations.openenv_server import ServeEnvConfig, make_app
-from tooluse_agents.serve_env import main as serve_env_main
 from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
 from tooluse_gym.envs.tool_env import task_env
+from tooluse_gym.server.app import main as serve_env_main
+from tooluse_gym.server.client import ToolUseEnvClient
+from tooluse_gym.server.server import ServeEnvConfig, make_app
 from tooluse_gym.tasks.task import END_OF_TURN
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -358,7 +358,7 @@ def test_the_command_refuses_bad_settings_before_loading(capsys):
 
 
 def test_the_command_serves_on_loopback():
-    command = [sys.executable, "-m", "tooluse_agents.serve_env", "--port", "0", "--env", SCENARIO_ID]
+    command = [sys.executable, "-m", "tooluse_gym.server.app", "--port", "0", "--env", SCENARIO_ID]
     process = subprocess.Popen([*command, "--scenarios", SCENARIOS], stderr=subprocess.PIPE, text=True)
     try:
         line = ""

@@ -14,12 +14,12 @@ import sys
 import gymnasium as gym
 import pytest
 
-from tooluse_agents.base import Generation
-from tooluse_agents.grpo.rollouts import before_last_turn
-from tooluse_agents.grpo.tasks import env_factory, next_turn_task
+from tooluse_agents.backends.base import Generation
+from tooluse_agents.backends.oracle import END_OF_TURN, OracleAgent
 from tooluse_agents.integrations.token_sequences import PrefixBreak, play
-from tooluse_agents.oracle import END_OF_TURN, OracleAgent
-from tooluse_agents.rollout import RolloutJob, request_for
+from tooluse_agents.rollout.loop import RolloutJob, request_for
+from tooluse_agents.train.grpo.rollouts import before_last_turn
+from tooluse_agents.train.grpo.tasks import env_factory, next_turn_task
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.envs.multi_turn import bfcl_pool
 from tooluse_gym.tasks import bfcl

@@ -14,9 +14,9 @@ import gymnasium as gym
 import pytest
 
 from tests.grpo.tiny import PROTOCOL, build_tiny_model, pool
-from tooluse_agents.grpo.rollouts import before_last_turn
-from tooluse_agents.grpo.tasks import env_factory, prompts_for
 from tooluse_agents.integrations import trl as tooluse_trl
+from tooluse_agents.train.grpo.rollouts import before_last_turn
+from tooluse_agents.train.grpo.tasks import env_factory, prompts_for
 
 pytest.importorskip("trl")
 

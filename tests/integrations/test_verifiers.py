@@ -27,10 +27,10 @@ import gymnasium as gym
 import pytest
 
 from tests.agents.test_openai_vllm_server import server  # noqa: F401  (the slow test's real vLLM server)
+from tooluse_agents.backends.openai_compat import openai_messages
+from tooluse_agents.backends.oracle import END_OF_TURN, OracleAgent
 from tooluse_agents.integrations.chat_episode import ChatEpisode, action_from_chat, make_chat_env, task_ids_of
-from tooluse_agents.openai_agent import openai_messages
-from tooluse_agents.oracle import END_OF_TURN, OracleAgent
-from tooluse_agents.rollout import request_for
+from tooluse_agents.rollout.loop import request_for
 
 SEED = 0
 CASES = [

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tooluse_agents.evaluate import eval_task_ids
-from tooluse_agents.grpo.tasks import TaskSource, load_pool
+from tooluse_agents.eval.run import eval_task_ids
+from tooluse_agents.train.grpo.tasks import TaskSource, load_pool
 from tooluse_gym.tasks import bfcl, evenly_spaced, select_tasks
 from tooluse_gym.tasks.scenario import load_scenarios
 from tooluse_gym.tasks.task import Task
@@ -47,7 +47,7 @@ def test_limit_over_the_selection_or_per_category():
 
 
 def _old_eval_selection(categories, limit, scenarios=None):
-    """`tooluse_agents.evaluate.select_tasks` as it was before the one `select_tasks` (commit b736701)."""
+    """`tooluse_agents.eval.run.select_tasks` as it was before the one `select_tasks` (commit b736701)."""
     if scenarios:
         by_category: dict[str, list[str]] = {}
         for t in load_scenarios(list(scenarios)):

@@ -28,10 +28,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tooluse_agents.base import AgentError, AgentRequest, Generation, SamplingConfig  # noqa: E402
-from tooluse_agents.evaluate import EvalConfig, eval_task_ids, run_eval  # noqa: E402
-from tooluse_agents.oracle import OracleAgent  # noqa: E402
-from tooluse_agents.seeding import derive_seed  # noqa: E402
+from tooluse_agents.backends.base import AgentError, AgentRequest, Generation, SamplingConfig  # noqa: E402
+from tooluse_agents.backends.oracle import OracleAgent  # noqa: E402
+from tooluse_agents.eval.run import EvalConfig, eval_task_ids, run_eval  # noqa: E402
+from tooluse_agents.rollout.seeding import derive_seed  # noqa: E402
 from tooluse_gym.envs.knobs import Knobs  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"

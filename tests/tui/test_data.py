@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tooluse_agents.evaluate import compare_runs
+from tooluse_agents.eval.run import compare_runs
 from tooluse_agents.runs.records import EpisodeRecord
 from tooluse_tui import plots, transcript, widgets
 from tooluse_tui.data import EpisodeFilter, EpisodeStore, EpisodeSummary, JsonlFile, MetricsLog, select
@@ -180,7 +180,7 @@ def test_transcript_frames_failures_and_folds(data):
 
 def test_a_message_without_calls_is_shown_closing_its_turn_not_as_a_parse_failure(tmp_path, data):
     """Issue 43: the oracle's valid episode under the bfcl decoder showed "⚠ parse failure" on each "Done."."""
-    from tooluse_agents.evaluate import EvalConfig, run_eval
+    from tooluse_agents.eval.run import EvalConfig, run_eval
 
     run_eval(EvalConfig(agent="oracle", task_ids=("multi_turn_base_0",)), tmp_path / "run", progress=False)
     record = _episodes(tmp_path / "run" / "episodes.jsonl")[0]
@@ -224,7 +224,7 @@ def test_plots_scale_and_width():
 def test_the_tui_imports_no_model_or_agent_backend():
     code = (
         "import sys, tooluse_tui.app, tooluse_tui.data, tooluse_tui.runs\n"
-        "heavy = ['torch', 'vllm', 'transformers', 'tooluse_agents.base', 'tooluse_agents.rollout']\n"
+        "heavy = ['torch', 'vllm', 'transformers', 'tooluse_agents.backends.base', 'tooluse_agents.rollout.loop']\n"
         "print([m for m in heavy if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

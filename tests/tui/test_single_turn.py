@@ -7,9 +7,9 @@ from collections.abc import Sequence
 import pytest
 
 from tests.tui.conftest import drive, make_app, settle, shown
-from tooluse_agents.base import AgentRequest, Generation, SamplingConfig
-from tooluse_agents.evaluate import EvalConfig, run_eval
-from tooluse_agents.oracle import OracleAgent
+from tooluse_agents.backends.base import AgentRequest, Generation, SamplingConfig
+from tooluse_agents.backends.oracle import OracleAgent
+from tooluse_agents.eval.run import EvalConfig, run_eval
 from tooluse_tui.replay import ReplayScreen
 from tooluse_tui.table import RowTable
 from tooluse_tui.transcript_view import TranscriptView

@@ -10,7 +10,7 @@ import pytest
 
 from tests.bfcl_reference import bfcl_persona
 from tests.scripted import Reference
-from tooluse_agents.base import chat_prompt
+from tooluse_agents.backends.base import chat_prompt
 from tooluse_gym.wrappers import ToolsNotShownWarning, prefix_breaks
 from tooluse_gym.wrappers.rendered_prompt import load_tokenizer, template_renders_tools
 

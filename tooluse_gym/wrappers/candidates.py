@@ -13,7 +13,7 @@ changed: another word or number of the chat, a number moved, a boolean flipped, 
 shortened; or an optional argument added). The base calls are, in this order:
 
 1. the *correct next call*, when the ground truth of the current turn has one left. As in
-   `tooluse_agents.oracle`, the turn's ground-truth calls are played in order, here one per step; a
+   `tooluse_agents.backends.oracle`, the turn's ground-truth calls are played in order, here one per step; a
    correct pick moves to the next one, any other pick leaves it in place. When none is left,
    ending the turn is the correct candidate;
 2. the last call executed in this turn, repeated exactly (if any);

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from functools import lru_cache
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,20 @@ from tooluse_gym.spaces import ChatText
 MAX_PROMPT_CHARS = 50_000_000
 
 
+RESOLVERS = "tooluse_gym.model_resolvers"
+"""Entry-point group of functions ``name -> folder or hub id`` for short model names (the agents package
+registers one for ``smollm2-135m`` and its siblings); the env package ships no model code of its own."""
+
+
+def resolve_name(name: str) -> str:
+    """A short model name as the installed resolvers give it, else the name unchanged (a folder or hub id)."""
+    for entry in sorted(entry_points(group=RESOLVERS), key=lambda e: e.name):
+        resolved = entry.load()(name)
+        if resolved is not None:
+            return str(resolved)
+    return name
+
+
 @lru_cache(maxsize=8)
 def load_tokenizer(name: str) -> Any:
     """A transformers tokenizer for a local folder, a hub id already in the local cache, or ``smollm2-135m``."""
@@ -23,9 +38,7 @@ def load_tokenizer(name: str) -> Any:
         from transformers import AutoTokenizer
     except ImportError as e:
         raise DependencyNotInstalled('rendering prompts needs transformers: pip install "tooluse-gym[hf]"') from e
-    from tooluse_gym.models import resolve_model
-
-    return AutoTokenizer.from_pretrained(resolve_model(name))
+    return AutoTokenizer.from_pretrained(resolve_name(name))
 
 
 class ToolsNotShownWarning(UserWarning):

@@ -1,0 +1,1 @@
+"""The one `tooluse` command: its dispatcher, the config loader and a module per subcommand."""

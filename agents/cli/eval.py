@@ -1,0 +1,384 @@
+"""`tooluse-eval`: evaluate agents under an explicit protocol, sweep protocol knobs, compare and export runs.
+
+tooluse-eval run --agent hf --model smollm2-135m --categories base --limit 5 --seeds 0 1 --out runs/NAME
+tooluse-eval run --agent vllm --model smollm2-135m --scenarios scenarios/curriculum/heldout.yaml --out runs/NAME
+tooluse-eval run --config eval.yaml sampling.temperature=0 protocol.template=context --seeds 1 --out runs/NAME
+tooluse-eval sweep --agent oracle --template native context --reasoning keep strip --out runs/SWEEP
+tooluse-eval compare runs/A runs/B
+tooluse-eval table runs/SWEEPS
+tooluse-eval export --format bfcl runs/A runs/A-bfcl
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import os
+import shlex
+import sys
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tooluse_agents.backends.base import SamplingConfig
+from tooluse_agents.backends.dtypes import DTYPE_HELP, DTYPES
+from tooluse_agents.cli.config_loader import load
+from tooluse_agents.eval.run import (
+    AGENTS,
+    EvalConfig,
+    compare_runs,
+    results_table,
+    run_eval,
+)
+from tooluse_agents.eval.sweep import run_sweep, run_vary
+from tooluse_agents.eval.table import write_table
+from tooluse_agents.export.base import EXPORT_FORMATS
+from tooluse_agents.export.pipeline import export_bfcl
+from tooluse_agents.rollout.loop import SCHEDULES
+from tooluse_agents.runs.results import failure_banner, run_failed
+from tooluse_agents.runs.rundir import RunConflict
+from tooluse_gym.envs.flags import SWEPT, add_knob_flags, varies_by_env_id
+from tooluse_gym.envs.knobs import Knobs
+from tooluse_gym.prompt_formats import expand as expand_prompt_formats
+from tooluse_gym.tasks.bfcl import CATEGORIES
+from tooluse_gym.tasks.bfcl_single_turn import CATEGORIES as SINGLE_TURN_CATEGORIES
+from tooluse_gym.tasks.bfcl_single_turn import GROUPS as SINGLE_TURN_GROUPS
+
+_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(EvalConfig)}
+_SAMPLING_DEFAULTS = SamplingConfig()
+
+
+def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
+    """`tooluse eval run` and `sweep`'s arguments; each setting's default is `EvalConfig`'s."""
+    p.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="EvalConfig settings as dotted key=value, the value read as YAML (limit=2, seeds=[0,1], "
+        "sampling.temperature=0, protocol.template=context); they win over --config and the flags",
+    )
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="a YAML file of EvalConfig settings (agent, model, categories, seeds, protocol: {...}, sampling: "
+        "{...}, num_envs...); the flags given win over it, and a flag left out leaves its value",
+    )
+    p.add_argument(
+        "--agent",
+        choices=AGENTS,
+        help="required, here or in --config | oracle: replays the ground truth (checks the harness; needs no "
+        "model) | hf: transformers in this process | vllm: a vLLM engine in this process | openai: an "
+        "OpenAI-compatible server (--base-url)",
+    )
+    p.add_argument("--model", help="smollm2-135m, a local model folder, or a served model name")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint (openai agent)")
+    p.add_argument(
+        "--text-replies",
+        choices=("decode", "fc"),
+        default=_DEFAULTS["text_replies"],
+        help="openai agent, requests that carry tools: decode: a reply without structured calls is text the env "
+        "reads calls from | fc: it is a function-calling response with no calls, as BFCL's FC handlers read it",
+    )
+    p.add_argument(
+        "--scenarios", nargs="+", metavar="PATH", help="evaluate on scenario files or folders instead of BFCL"
+    )
+    p.add_argument(
+        "--categories",
+        nargs="+",
+        help=f"categories to evaluate: BFCL multi-turn ({', '.join(CATEGORIES)}; default: all of them) or BFCL "
+        f"single-turn ({', '.join(SINGLE_TURN_CATEGORIES)}, or the groups {', '.join(SINGLE_TURN_GROUPS)}); a run "
+        "holds one of the two (single-turn task ids in --task-ids need their categories here)",
+    )
+    p.add_argument("--limit", type=int, help="tasks per category, evenly spaced (default: all)")
+    p.add_argument("--task-ids", nargs="+", help="explicit task ids (overrides --categories/--limit)")
+    p.add_argument(
+        "--seeds",
+        nargs="+",
+        type=int,
+        default=list(_DEFAULTS["seeds"]),
+        help="one pass over the tasks per seed; a seed fixes all sampling",
+    )
+    add_knob_flags(p.add_argument_group("protocol knobs"), several=SWEPT if sweep else ())
+    p.add_argument(
+        "--temperature", type=float, default=_SAMPLING_DEFAULTS.temperature, help="sampling temperature; 0: greedy"
+    )
+    p.add_argument("--top-p", type=float, default=_SAMPLING_DEFAULTS.top_p, help="nucleus sampling mass, in (0, 1]")
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=_SAMPLING_DEFAULTS.max_tokens,
+        help="most tokens generated per assistant message",
+    )
+    p.add_argument(
+        "--num-envs",
+        type=int,
+        default=_DEFAULTS["num_envs"],
+        help="episodes played at once (the most requests in flight)",
+    )
+    p.add_argument(
+        "--schedule",
+        default=_DEFAULTS["schedule"],
+        choices=SCHEDULES,
+        help="async: each episode's next request is sent the moment its last one returns (vllm, openai, oracle) | "
+        "lockstep: every step waits for the whole batch (the hf agent's only way) | auto: async where possible",
+    )
+    p.add_argument("--dtype", default=_DEFAULTS["dtype"], choices=DTYPES, help=DTYPE_HELP)
+    p.add_argument(
+        "--tensor-parallel-size",
+        type=int,
+        default=_DEFAULTS["tensor_parallel_size"],
+        help="vllm agent: GPUs one engine spans (GPU only)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="the run folder (run.json, episodes.jsonl, results.json, report.md); one that holds this run's "
+        "configuration is resumed",
+    )
+    p.add_argument("--force", action="store_true", help="discard what --out holds and start over")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--verbose", action="store_true", help="show the backends' INFO and WARNING lines")
+
+
+_SAMPLING = tuple(f.name for f in dataclasses.fields(SamplingConfig))
+_NOT_CONFIG = ("config", "overrides", "out", "force", "no_progress", "verbose", "vary", "change_seeds")
+"""The flags of `tooluse eval run` / `sweep` that are not `EvalConfig` settings."""
+_UNSET = object()
+
+
+def run_parser(command: str) -> argparse.ArgumentParser:
+    """The parser of `tooluse eval run` or `sweep` on its own (so KEY=VALUE items may come between options)."""
+    parser = argparse.ArgumentParser(prog=f"tooluse-eval {command}", formatter_class=DefaultsHelpFormatter)
+    _common(parser, sweep=command == "sweep")
+    if command == "sweep":
+        _sweep_flags(parser)
+    return parser
+
+
+def parse_run_args(command: str, argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]:
+    """`tooluse eval run` / `sweep`'s arguments, and the flags the line gave (dest -> value; defaults left out)."""
+    args = run_parser(command).parse_intermixed_args(argv)
+    args.command = command
+    seen = run_parser(command)
+    seen.set_defaults(**dict.fromkeys(vars(args), _UNSET))
+    given = {k: v for k, v in vars(seen.parse_intermixed_args(argv)).items() if v is not _UNSET}
+    return args, given
+
+
+def eval_config(args: argparse.Namespace, given: Mapping[str, Any]) -> EvalConfig:
+    """The run's `EvalConfig`: its defaults, then ``--config``, then the flags `given`, then the overrides.
+
+    Read by the one config loader (`tooluse_agents.cli.config_loader.load`): a wrong type is an error
+    naming the dotted key (``sampling.temperature: expected float, got 'hot'``), and the knobs set
+    (``protocol:``, the knob flags) change the env id's defaults.
+
+    A sweep's knobs given as flags are its grid (`_grid`), not part of the config.
+    """
+    swept = SWEPT if args.command == "sweep" else ()
+    flags: dict[str, Any] = {}
+    for name, value in given.items():
+        if name in _NOT_CONFIG or name in swept:
+            continue
+        section = "protocol" if name in Knobs.names() else "sampling" if name in _SAMPLING else None
+        if section is None:
+            flags[name] = value
+        else:
+            flags.setdefault(section, {})[name] = value
+    if "agent" not in flags and args.config is None and not any(o.startswith("agent=") for o in args.overrides):
+        raise ValueError("the following arguments are required: --agent (or agent: in --config)")
+    return load(EvalConfig, args.config, args.overrides, given=flags)
+
+
+def _grid(args: argparse.Namespace, config: EvalConfig) -> dict[str, list]:
+    """A sweep's knob values: those given, and the default of each knob every env id shares (it names the folders)."""
+    grid = {}
+    for knob in SWEPT:
+        given, default = getattr(args, knob), getattr(config.protocol, knob)
+        if knob == "prompt_format" and given:
+            given = expand_prompt_formats(given)  # `all`: BFCL's 26 configurations
+        if not given and default is None:  # an unset optional knob (prompt_format) names no folder
+            continue
+        grid[knob] = given or (None if varies_by_env_id(knob) else [default])
+    return {k: v for k, v in grid.items() if v}
+
+
+QUIET_ENV = {
+    "VLLM_LOGGING_LEVEL": "ERROR",  # vLLM: ~20 warnings per engine start on a CPU (no Triton, tcmalloc, eager mode...)
+    "TORCH_LOGS": "-torch",  # torch's Python loggers at ERROR ("Triton not available")
+    "TORCH_CPP_LOG_LEVEL": "ERROR",  # torch's C++ warnings ("NUMA binding: ...")
+    "PYTHONWARNINGS": "ignore",  # in vLLM's engine processes, which run only backend code
+}
+"""The environment `quiet_backends` sets (it reaches vLLM's engine processes)."""
+
+
+@contextlib.contextmanager
+def quiet_backends() -> Iterator[None]:
+    """Hide the backends' INFO and WARNING lines (the progress bar, tables and errors remain); explicit settings win.
+
+    In this process only the Python warnings raised in the backends' modules are ignored: the
+    project's own (a torn line in episodes.jsonl, say) still show. The environment and the
+    warning filters are restored on exit.
+    """
+    saved = {name: os.environ.get(name) for name in QUIET_ENV}
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", module=r"(vllm|torch|transformers|triton)(\.|$)")
+        for name, value in QUIET_ENV.items():
+            os.environ.setdefault(name, value)
+        try:
+            yield
+        finally:
+            for name, old in saved.items():
+                if old is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = old
+
+
+class DefaultsHelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """`--help` that shows each option's default after its text, unless the text says it or there is none.
+
+    None, False and a suppressed default show nothing (an unset option); a list shows its items.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if not action.option_strings or "default" in text or default in (None, False, argparse.SUPPRESS):
+            return text
+        shown = " ".join(map(str, default)) if isinstance(default, (list, tuple)) else str(default)
+        return f"{text} (default: {shown.replace('%', '%%')})".lstrip()
+
+
+def _sweep_flags(sweep: argparse.ArgumentParser) -> None:
+    sweep.add_argument(
+        "--vary",
+        action="store_true",
+        help="one factor at a time: each knob's first value is the base protocol (played with --seeds), every "
+        "other value one change from it (played with --change-seeds); per change the paired difference from the "
+        "base with a 95%% bootstrap interval over tasks",
+    )
+    sweep.add_argument("--change-seeds", nargs="+", type=int, help="--vary: the changes' seeds (default: --seeds)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `tooluse eval` arguments: its subcommands run, sweep, compare and export."""
+    parser = argparse.ArgumentParser(prog="tooluse-eval", description=__doc__, formatter_class=DefaultsHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    _common(
+        sub.add_parser("run", help="evaluate one protocol over tasks and seeds", formatter_class=DefaultsHelpFormatter),
+        sweep=False,
+    )
+    sweep = sub.add_parser(
+        "sweep",
+        help="evaluate a grid of protocol knobs x seeds, or one change at a time (--vary)",
+        formatter_class=DefaultsHelpFormatter,
+    )
+    _common(sweep, sweep=True)
+    _sweep_flags(sweep)
+    cmp = sub.add_parser(
+        "compare",
+        help="per-category differences and per-task disagreements of two runs",
+        formatter_class=DefaultsHelpFormatter,
+    )
+    cmp.add_argument("run_a", type=Path)
+    cmp.add_argument("run_b", type=Path)
+    table = sub.add_parser(
+        "table",
+        help="one table over the one-factor sweeps under a folder (model x benchmark x configuration)",
+        formatter_class=DefaultsHelpFormatter,
+    )
+    table.add_argument("root", type=Path, help="a folder holding `tooluse-eval sweep --vary` runs, at any depth")
+    exp = sub.add_parser(
+        "export",
+        help="write a run's BFCL episodes as result files for BFCL's own `bfcl evaluate`, one root per seed",
+        formatter_class=DefaultsHelpFormatter,
+    )
+    exp.add_argument(
+        "--format",
+        choices=EXPORT_FORMATS,
+        required=True,
+        help="bfcl: BFCL result files under a registered model name whose handler decodes the run's steps",
+    )
+    exp.add_argument("run", type=Path, help="a run folder (`tooluse-eval run --out`)")
+    exp.add_argument("out", type=Path, help="a new or empty folder: OUT/seed_N is seed N's BFCL_PROJECT_ROOT")
+    exp.add_argument("--force", action="store_true", help="replace what OUT holds")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The `tooluse-eval` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    given: dict[str, Any] = {}
+    if argv and argv[0] in ("run", "sweep"):
+        args, given = parse_run_args(argv[0], argv[1:])
+    else:
+        args = build_parser().parse_args(argv)
+    try:
+        quiet = args.command in ("run", "sweep") and not args.verbose
+        with quiet_backends() if quiet else contextlib.nullcontext():
+            return _command(args, given)
+    except KeyboardInterrupt:
+        if args.command not in ("run", "sweep"):
+            print("tooluse-eval: interrupted", file=sys.stderr)
+            return 130
+        print(
+            f"tooluse-eval: interrupted; the episodes played so far are kept in {args.out}; run the same command "
+            f"to resume: {shlex.join(['tooluse', 'eval', *argv])}",
+            file=sys.stderr,
+        )
+        return 130
+
+
+def _command(args: argparse.Namespace, given: Mapping[str, Any]) -> int:
+    try:
+        if args.command == "run":
+            results = run_eval(eval_config(args, given), args.out, force=args.force, progress=not args.no_progress)
+            banner = failure_banner(results["summary"])
+            if banner:  # above the table: a dead endpoint must not read as a score of 0
+                print(banner + "\n")
+            print(results_table(results))
+            print(
+                f"\nresults: {args.out / 'results.json'}   report: {args.out / 'report.md'}   "
+                f"episodes: {args.out / 'episodes.jsonl'}   protocol {results['fingerprint']}"
+            )
+            print(f"open the episodes in the TUI: tooluse-tui {args.out}")
+            if run_failed(results["summary"]):
+                return 1
+        elif args.command == "sweep":
+            config, progress = eval_config(args, given), not args.no_progress
+            grid = _grid(args, config)
+            if args.vary:
+                seeds = args.change_seeds
+                data = run_vary(config, grid, args.out, change_seeds=seeds, force=args.force, progress=progress)
+                count = len(data["changes"]) + 1
+            else:
+                if args.change_seeds:
+                    raise ValueError("--change-seeds needs --vary")
+                data = run_sweep(config, grid, args.out, force=args.force, progress=progress)
+                count = len(data["runs"])
+            print((args.out / "sweep.md").read_text())
+            print(f"sweep: {args.out / 'sweep.json'}  ({count} configurations)")
+        elif args.command == "export":
+            print(export_bfcl(args.run, args.out, force=args.force).report())
+        elif args.command == "table":
+            text, _ = write_table(args.root)
+            print(text)
+            print(f"table: {args.root / 'results.json'}   {args.root / 'table.md'}")
+        else:
+            text, data = compare_runs(args.run_a, args.run_b)
+            print(text)
+            if data["protocol_differences"]:
+                print("WARNING: protocol cards differ (see above)", file=sys.stderr)
+            if data["left_out"]["a"]["episodes"] or data["left_out"]["b"]["episodes"]:
+                print("NOTE: the runs played different tasks or seeds; compared on those both played", file=sys.stderr)
+    except (RunConflict, ValueError, FileNotFoundError, NotImplementedError) as e:
+        print(f"tooluse-eval: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

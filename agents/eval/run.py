@@ -1,0 +1,471 @@
+"""The evaluation harness: run an agent over a task slice and seeds, resumably, and summarize."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import shutil
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+import tooluse_gym  # noqa: F401  (registers the env ids)
+from tooluse_agents.backends import factory as backends
+from tooluse_agents.backends.base import Agent, Generation, SamplingConfig
+from tooluse_agents.backends.factory import BACKENDS, BackendSpec
+from tooluse_agents.rollout.loop import Episode, RolloutJob, resolve_schedule, run_rollouts
+from tooluse_agents.runs.bfcl_scores import format_bfcl_table
+from tooluse_agents.runs.jsonl import JsonlWriter
+from tooluse_agents.runs.records import EpisodeRecord, read_episodes
+from tooluse_agents.runs.report import write_run_report
+from tooluse_agents.runs.results import (
+    CategoryDiff,
+    clean_caption,
+    compare_results,
+    coverage_lines,
+    format_clean_table,
+    format_pass_table,
+    format_table,
+    summarize,
+)
+from tooluse_agents.runs.rundir import RunConflict, RunDir
+from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID
+from tooluse_gym.envs.ids import SINGLE_TURN_ID
+from tooluse_gym.envs.knobs import Knobs, env_defaults
+from tooluse_gym.envs.tool_env import protocol_card
+from tooluse_gym.protocol import ProtocolCard
+from tooluse_gym.tasks import bfcl, bfcl_single_turn, select_tasks
+from tooluse_gym.tasks.known_issues import KnownIssues, load_known_issues
+
+ENV_ID = MULTI_TURN_ID
+SCENARIO_ENV_ID = SCENARIO_ID
+
+
+def env_id_for(categories: Sequence[str] | None, scenarios: Sequence[str] | None) -> str:
+    """The env a run plays: scenarios, BFCL single-turn or BFCL multi-turn.
+
+    The scenario env with `scenarios`; BFCL single-turn when every category is one of its categories
+    or groups; else BFCL multi-turn. A mix of single- and multi-turn categories is refused.
+    """
+    if scenarios:
+        return SCENARIO_ID
+    single = [c for c in categories or () if c in bfcl_single_turn.GROUPS or c in bfcl_single_turn.CATEGORIES]
+    if not single:
+        return MULTI_TURN_ID
+    if len(single) < len(categories or ()):
+        others = [c for c in categories or () if c not in single]
+        raise ValueError(
+            f"--categories mixes single-turn {single} with {others}: single- and multi-turn BFCL are two envs, "
+            "so evaluate them as two runs (two --out folders)"
+        )
+    return SINGLE_TURN_ID
+
+
+AGENTS = BACKENDS
+PROTOCOL_KNOBS = Knobs.names()
+ENV_DEFAULT = Knobs()
+"""`EvalConfig.protocol`'s default, a marker: the knobs become the env id's defaults (`env_defaults`)."""
+RECORDED_KNOBS = (
+    "template",
+    "reasoning",
+    "tool_format",
+    "tool_results",
+    "system_prompt",
+    "strict_tools",
+    "max_steps_per_turn",
+)
+"""The knobs `run.json` always holds (as `tooluse-eval run` has always written them); the others only when
+they differ from the env id's defaults."""
+
+
+_RESUMABLE_ACROSS = {"schedule"}  # settings that cannot change a verdict: a run may resume under another value
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalConfig:
+    """One evaluation run.
+
+    Attributes:
+        agent: ``oracle`` | ``hf`` | ``vllm`` | ``openai``.
+        model: Model name for the backend (``smollm2-135m``, a folder, a served model name).
+        base_url: Endpoint of an OpenAI-compatible server (``openai`` agent).
+        categories: Categories to evaluate (None: all of the task source's).
+        limit: Tasks per category, evenly spaced over the category (None: all).
+        scenarios: Scenario files or folders to evaluate on (``ToolUse-Scenario-v0``) instead
+            of BFCL (``ToolUse-MultiTurn-v0``).
+        task_ids: Explicit task ids (overrides `categories` and `limit`).
+        seeds: One pass over the tasks per seed; the seed fixes every sampling call.
+        protocol: The knobs (`Knobs`) the env is made with; left out: the env id's defaults
+            (`tooluse_gym.envs.knobs.env_defaults`), e.g. ``decoder`` ``bfcl`` for BFCL and
+            ``lenient`` for scenarios. ``env_defaults(config.env_id).with_defaults(...)`` changes some.
+        sampling: Sampling settings.
+        num_envs: Episodes played at once (the most requests in flight).
+        schedule: ``auto`` | ``async`` | ``lockstep`` (`tooluse_agents.rollout.loop`); never changes a verdict, so a
+            run may resume under another schedule. ``results.json`` records the one used.
+        dtype: Model dtype for local backends; ``auto`` resolves by machine (`tooluse_agents.backends.dtypes`) and
+            ``results.json`` records what it became.
+        tensor_parallel_size: GPUs the vLLM engine spreads the model over (GPU only).
+        text_replies: ``openai`` agent: a reply without structured calls to a request that carried
+            ``tools`` is text for the env to decode (``decode``, default) or a function-calling
+            response with no calls, as BFCL's FC handlers read it (``fc``;
+            `tooluse_agents.backends.openai_compat.OpenAIAgentConfig`).
+    """
+
+    agent: str
+    model: str | None = None
+    base_url: str | None = None
+    categories: tuple[str, ...] | None = None
+    limit: int | None = None
+    scenarios: tuple[str, ...] | None = None
+    task_ids: tuple[str, ...] | None = None
+    seeds: tuple[int, ...] = (0,)
+    protocol: Knobs = ENV_DEFAULT
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    num_envs: int = 8
+    schedule: str = "auto"
+    dtype: str = "auto"
+    tensor_parallel_size: int = 1
+    text_replies: str = "decode"
+
+    def __post_init__(self) -> None:
+        if self.agent not in AGENTS:
+            raise ValueError(f"agent must be one of {', '.join(AGENTS)}, got {self.agent!r}")
+        if self.agent != "oracle" and not self.model:
+            raise ValueError(f"--model is required for the {self.agent} agent")
+        if not isinstance(self.protocol, Knobs):
+            raise TypeError(f"protocol must be a Knobs, got {type(self.protocol).__name__}")
+        if self.protocol is ENV_DEFAULT:
+            object.__setattr__(self, "protocol", env_defaults(self.env_id))
+        if self.env_id == SINGLE_TURN_ID:
+            for c in self.categories or ():
+                bfcl_single_turn.category_names(c)
+        elif self.scenarios is None:
+            for c in self.categories or ():
+                bfcl.normalize_category(c)
+        if not self.seeds:
+            raise ValueError("at least one seed is needed")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit {self.limit}: tasks per category, >= 1 (leave it out for all)")
+        if self.task_ids is not None and not self.task_ids:
+            raise ValueError("--task-ids: give at least one task id (or leave it out)")
+        if self.num_envs < 1:
+            raise ValueError(f"--num-envs {self.num_envs}: episodes played at once, >= 1")
+        if self.tensor_parallel_size < 1 or (self.tensor_parallel_size > 1 and self.agent != "vllm"):
+            raise ValueError(f"--tensor-parallel-size {self.tensor_parallel_size}: a vllm agent's GPU count, >= 1")
+        if self.text_replies not in ("decode", "fc") or (self.text_replies != "decode" and self.agent != "openai"):
+            raise ValueError(f"--text-replies {self.text_replies}: decode, or fc with the openai agent")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The configuration as `run.json` holds it (a run resumes only under an equal one)."""
+        data = dataclasses.asdict(self)
+        changed = self.protocol.changed_from(env_defaults(self.env_id))
+        data["protocol"] = {k: v for k, v in self.protocol.to_dict().items() if k in RECORDED_KNOBS or k in changed}
+        if data["tensor_parallel_size"] == 1:  # left out at its default: runs written before it existed resume
+            del data["tensor_parallel_size"]
+        if data["text_replies"] == "decode":  # the same
+            del data["text_replies"]
+        return json.loads(json.dumps(data))
+
+    def backend(self) -> BackendSpec:
+        """The agent backend the run evaluates (`tooluse_agents.backends.factory`)."""
+        return BackendSpec(
+            backend=self.agent,
+            model=self.model,
+            dtype=self.dtype,
+            tensor_parallel_size=self.tensor_parallel_size,
+            base_url=self.base_url,
+            text_replies=self.text_replies,
+        )
+
+    @property
+    def env_id(self) -> str:
+        """The env id the run plays (`env_id_for`)."""
+        return env_id_for(self.categories, self.scenarios)
+
+    def env_kwargs(self) -> dict[str, Any]:
+        """`gym.make` arguments besides the protocol knobs and task ids."""
+        if self.scenarios:
+            return {"path": list(self.scenarios)}
+        return {"category": "single_turn" if self.env_id == SINGLE_TURN_ID else "all"}
+
+
+def _resumable(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A `run.json` as compared on resume: settings that cannot change a verdict left out, every knob resolved.
+
+    The knobs are resolved over the env id's defaults, so a file that lists only the knobs it set
+    (as older ones do) matches an equal configuration.
+    """
+    out = {k: v for k, v in data.items() if k not in _RESUMABLE_ACROSS}
+    env_id = env_id_for(out.get("categories"), out.get("scenarios"))
+    with contextlib.suppress(TypeError, ValueError):  # a knob this version does not know: no equal configuration
+        out["protocol"] = env_defaults(env_id).with_defaults(**out.get("protocol", {})).to_dict()
+    return out
+
+
+def eval_task_ids(
+    categories: Sequence[str] | None, limit: int | None, scenarios: Sequence[str] | None = None
+) -> list[str]:
+    """Task ids per category (in the source's order); with `limit`, that many evenly spaced over each category."""
+    if scenarios:
+        from tooluse_gym.tasks.scenario import load_scenarios
+
+        tasks = load_scenarios(list(scenarios))
+    elif env_id_for(categories, None) == SINGLE_TURN_ID:
+        categories = list(dict.fromkeys(n for c in categories or () for n in bfcl_single_turn.category_names(c)))
+        tasks = [t for c in categories for t in bfcl_single_turn.load_single_turn_tasks(c)]
+    else:
+        categories = [bfcl.normalize_category(c) for c in categories] if categories else None
+        tasks = [t for c in dict.fromkeys(categories or bfcl.CATEGORIES) for t in bfcl.load_bfcl_tasks(c)]
+    selected = select_tasks(tasks, categories=categories or None, limit=limit, limit_per="category")
+    return [t.task_id for t in selected]
+
+
+def make_agent(config: EvalConfig, progress: bool = True) -> Agent:
+    """Build the agent a config names (`backends.factory.make_agent`; heavy backends are imported only there)."""
+    return backends.make_agent(config.backend(), progress=progress)
+
+
+class _Progress:
+    """Episodes done, accuracy so far and tokens/s when the agent counts tokens (tqdm on stderr)."""
+
+    def __init__(self, total: int, done: Sequence[EpisodeRecord], enabled: bool):
+        from tqdm import tqdm
+
+        self.bar = tqdm(
+            total=total, initial=len(done), disable=not enabled, unit="ep", file=sys.stderr, dynamic_ncols=True
+        )
+        self.rewards = [r.reward for r in done]
+        self.tokens = 0
+        self.start = time.perf_counter()
+
+    def batch(self, generations: Sequence[Generation]) -> None:
+        self.tokens += sum(g.completion_tokens for g in generations)
+        self._postfix()
+
+    def episode(self, record: EpisodeRecord) -> None:
+        self.rewards.append(record.reward)
+        self.bar.update(1)
+        self._postfix()
+
+    def _postfix(self) -> None:
+        acc = 100 * sum(self.rewards) / len(self.rewards) if self.rewards else 0.0
+        if not self.tokens:  # an agent that counts no tokens (the oracle, a script): no rate rather than 0.0
+            self.bar.set_postfix_str(f"acc {acc:.1f}%")
+            return
+        rate = self.tokens / max(time.perf_counter() - self.start, 1e-9)
+        self.bar.set_postfix_str(f"acc {acc:.1f}% | {rate:.1f} tok/s")
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def run_eval(
+    config: EvalConfig, out: Path, *, agent: Agent | None = None, force: bool = False, progress: bool = True
+) -> dict[str, Any]:
+    """Run (or resume) an evaluation into `out`; returns the results written to ``results.json``.
+
+    Everything is checked before anything is written into `out` (the task ids, the knobs, the
+    folder's stored configuration and episodes, the agent built): a refused run leaves the folder
+    as it was, so the corrected command is not refused for the attempt. A resumed run says on
+    stderr how many episodes it skips as already done.
+    """
+    out = Path(out)
+    task_ids = list(config.task_ids or eval_task_ids(config.categories, config.limit, config.scenarios))
+    if not task_ids:
+        raise ValueError("no tasks selected: check --categories, --scenarios and --task-ids")
+    wanted = {(t, s) for s in config.seeds for t in task_ids}
+    episodes_path = out / "episodes.jsonl"
+
+    def make_env() -> gym.Env:
+        return gym.make(config.env_id, task_ids=task_ids, **config.env_kwargs(), **config.protocol.to_dict())
+
+    probe = make_env()  # unknown task ids and bad knob values fail here
+    card = ProtocolCard.from_dict({**protocol_card(probe).to_dict(), "seed": None})
+    probe.close()
+    run = RunDir(out, "run.json", read=_resumable, hint="use another --out, or --force to start over")
+    resumed = not force and run.check(_resumable(config.to_dict()))
+    existing = read_episodes(episodes_path)[0] if not force and episodes_path.exists() else []
+    done = [e for e in existing if (e.task_id, e.seed) in wanted]
+    for e in done:
+        if ProtocolCard.from_dict(dict(e.protocol)).differences(card):
+            raise RunConflict(f"{episodes_path} holds episodes of another protocol; use another --out or --force")
+    done_keys = {(e.task_id, e.seed) for e in done}
+    jobs = [RolloutJob(t, s) for s in config.seeds for t in task_ids if (t, s) not in done_keys]
+    owned = agent is None and bool(jobs)
+    if owned:
+        agent = make_agent(config, progress)
+    try:
+        if force and out.exists():
+            shutil.rmtree(out)
+        if not resumed:
+            run.write(config.to_dict())
+        if done:
+            print(
+                f"resuming {out}: {len(done)} of {len(wanted)} episodes already done, skipped; {len(jobs)} to play",
+                file=sys.stderr,
+            )
+        schedule = _previous_schedule(out / "results.json")
+        if jobs:
+            assert agent is not None
+            schedule = _play(config, agent, jobs, make_env, episodes_path, _Progress(len(wanted), done, progress))
+    finally:
+        if owned and agent is not None:
+            agent.close()
+    episodes = [e for e in read_episodes(episodes_path)[0] if (e.task_id, e.seed) in wanted]
+    summary = summarize(episodes, known_issues_for(config.env_id))
+    agent_info = dict(episodes[0].agent) if episodes else {"name": config.agent}
+    results = {
+        "protocol": card.to_dict(),
+        "fingerprint": card.fingerprint(),
+        "agent": agent_info,
+        "config": config.to_dict(),
+        "schedule": schedule,
+        "summary": summary,
+    }
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    write_run_report(out, summary, card.to_dict(), agent_info, dataclasses.asdict(config.sampling))
+    return results
+
+
+def _play(
+    config: EvalConfig,
+    agent: Agent,
+    jobs: Sequence[RolloutJob],
+    make_env: Callable[[], gym.Env],
+    episodes_path: Path,
+    bar: _Progress,
+) -> str:
+    """Play the jobs, appending each episode's record to `episodes_path`; returns the schedule used."""
+    try:
+        with JsonlWriter(episodes_path) as writer:
+
+            def on_episode(episode: Episode) -> None:
+                writer.write(episode.record.to_dict())
+                bar.episode(episode.record)
+
+            schedule = resolve_schedule(config.schedule, agent)
+            run_rollouts(
+                make_env,
+                agent,
+                jobs,
+                sampling=config.sampling,
+                num_envs=config.num_envs,
+                schedule=schedule,
+                on_episode=on_episode,
+                on_batch=bar.batch,
+            )
+    finally:
+        bar.close()
+    return schedule
+
+
+def _previous_schedule(path: Path) -> str | None:
+    """The schedule that last played episodes into a run folder (None before any played)."""
+    try:
+        return json.loads(path.read_text()).get("schedule")
+    except (OSError, ValueError):
+        return None
+
+
+def known_issues_for(env_id: str | None) -> KnownIssues | None:
+    """The known-issues registry for BFCL runs (its clean subset is reported); None for other task sources."""
+    return load_known_issues() if env_id == MULTI_TURN_ID else None
+
+
+def compare_runs(a: Path, b: Path) -> tuple[str, dict[str, Any]]:
+    """Runs A and B on the episodes both played (B - A per category), disagreements, and what is left out.
+
+    Returns the text to print and its data: protocol differences, what was compared and what was
+    left out of each run, the rows, the disagreements and (BFCL) the clean subset. Episodes are
+    paired by (task id, seed); only the pairs both runs hold are scored, per category and overall,
+    with B - A's 95% CI over the seeds of each seed's paired difference. The tasks, seeds,
+    categories and episodes only one run holds are counted and named, never scored: there is no
+    overall over two different task sets. For two BFCL runs, the differences over the clean subset
+    (tasks the known-issues registry does not list, with the current registry) follow the official
+    ones, and disagreeing tasks the registry lists are marked.
+    """
+    ra, rb = (json.loads((Path(p) / "results.json").read_text()) for p in (a, b))
+    card_a, card_b = ProtocolCard.from_dict(ra["protocol"]), ProtocolCard.from_dict(rb["protocol"])
+    differences = card_a.differences(card_b)
+    lines = []
+    if differences:
+        lines += ["!" * 78, "WARNING: the protocol cards differ; these results are NOT comparable:"]
+        lines += [f"  {k}: {va!r} (A) vs {vb!r} (B)" for k, (va, vb) in differences.items()]
+        lines += ["!" * 78, ""]
+    episodes = [read_episodes(Path(p) / "episodes.jsonl")[0] for p in (a, b)]
+    registry = known_issues_for(ra["protocol"].get("env_id"))
+    if known_issues_for(rb["protocol"].get("env_id")) is None:
+        registry = None
+    c = compare_results((episodes[0], episodes[1]), registry)
+    rows = _diff_rows(c.categories)
+    compared = [r["category"] for r in rows if r["category"] != "overall"]
+    lines += [*coverage_lines(c), ""]
+    if rows:
+        lines += ["Official score (all tasks), B - A paired by task and seed (95% CI over seeds):", ""]
+        lines += _diff_table(rows)
+    clean: dict[str, Any] | None = None
+    if c.registry_version is not None:
+        excluded = list(c.excluded_tasks)
+        clean = {"registry_version": c.registry_version, "excluded_tasks": excluded, "categories": _diff_rows(c.clean)}
+        if rows:
+            lines += [
+                "",
+                f"Clean subset (tasks not in the known-issues registry {c.registry_version}; "
+                f"{len(excluded)} of the runs' tasks left out):",
+                "",
+            ]
+            lines += _diff_table(clean["categories"])
+    lines += [
+        "",
+        f"{len(c.disagreements)} of {c.shared_tasks} shared tasks disagree "
+        "(mean reward across the seeds both runs played >= 0.5 in one run only):",
+    ]
+    for d in c.disagreements[:50]:
+        mark = f"  [known issue: {d.known_issue}]" if d.known_issue else ""
+        lines.append(f"  {d.task_id}: A {d.a:.2f}  B {d.b:.2f}{mark}")
+    data = {
+        "protocol_differences": {k: list(v) for k, v in differences.items()},
+        "compared": {"pairs": c.pairs, "tasks": c.shared_tasks, "seeds": list(c.seeds), "categories": compared},
+        "left_out": {"a": c.left_out[0].to_dict(), "b": c.left_out[1].to_dict()},
+        "categories": rows,
+        "disagreements": [dataclasses.asdict(d) for d in c.disagreements],
+    }
+    if clean is not None:
+        data["clean"] = clean
+    return "\n".join(lines), data
+
+
+def _diff_rows(rows: Sequence[CategoryDiff]) -> list[dict[str, Any]]:
+    """B - A per category and overall with the paired CI of the difference, over the episodes both runs played."""
+    return [
+        {"category": r.category, "episodes": r.episodes, "a": r.a, "b": r.b, "diff": r.diff, "ci95": r.diff_ci}
+        for r in rows
+        if r.a is not None and r.b is not None
+    ]
+
+
+def _diff_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    lines = ["| category | A (%) | B (%) | B - A (points) | 95% CI |", "|---|---|---|---|---|"]
+    for r in rows:
+        ci = f"±{100 * r['ci95']:.1f}" if r["ci95"] is not None else "n/a"
+        lines.append(f"| {r['category']} | {100 * r['a']:.1f} | {100 * r['b']:.1f} | {100 * r['diff']:+.1f} | {ci} |")
+    return lines
+
+
+def results_table(results: Mapping[str, Any]) -> str:
+    """Accuracy per category and seed, BFCL's summary scores for BFCL runs; with several seeds also pass@k."""
+    summary = results["summary"]
+    table = format_table(summary)
+    if summary.get("bfcl_scores"):
+        table += "\n\nBFCL's summary scores (its score tables' formulas):\n\n" + format_bfcl_table(summary)
+    if len(summary.get("seeds", ())) > 1 and summary.get("pass_at_k"):
+        table += "\n\n" + format_pass_table(summary)
+    if summary.get("clean"):
+        table += "\n\n" + clean_caption(summary) + "\n\n" + format_clean_table(summary)
+    return table

@@ -1,0 +1,1 @@
+"""Model resolution (short names, the GGUF conversion, shipped adapters) and the adapters themselves."""

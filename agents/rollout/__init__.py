@@ -1,0 +1,1 @@
+"""The one episode loop, the episode record built from what reset and step return, and derived seeds."""

@@ -1,0 +1,1 @@
+"""Training: the policy, batches and the shared-prompt update, supervised warm-start and GRPO."""

@@ -1,0 +1,160 @@
+"""`tooluse serve-env`: The environments as an OpenEnv server (HTTP and WebSocket sessions), on loopback by default.
+
+tooluse serve-env                                   # BFCL multi-turn and single-turn at http://127.0.0.1:8000
+tooluse serve-env --scenarios scenarios/curriculum/train.yaml --tool-format json --port 8001
+tooluse serve-env --port 0                          # any free port (the start line names it)
+
+A client opens a WebSocket session at /ws (one env per session), resets it with the episode it wants
+and sends the assistant's messages:
+
+    {"type": "reset", "data": {"seed": 0, "task_id": "multi_turn_base_0", "tool_format": "json"}}
+    {"type": "step", "data": {"content": "[ls(a=True)]"}}
+
+`tooluse_gym.server.client.ToolUseEnvClient` is that client in Python (an OpenEnv
+EnvClient). A reset takes env_id, task_id, seed, episode_id and any knob but --tokenizer and
+--chat-template (they name files on this machine: start flags only); the knob flags below set the
+server's defaults, which a reset overrides. The reset's observation carries the protocol card, the
+last step's the checker's verdict. Also served: POST /reset and /step (stateless in OpenEnv: a fresh
+env per request), GET /state, /schema, /metadata, /health. The server has no authentication: keep it
+on loopback unless the network is yours. `uvicorn tooluse_gym.server.app:app` serves the same app,
+configured by these flags in $TOOLUSE_SERVE_ENV_ARGS. docs/integrations/openenv.md has the details.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shlex
+import socket
+import sys
+from typing import TYPE_CHECKING, Any
+
+from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
+from tooluse_gym.envs.flags import add_knob_flags, given_knobs
+
+if TYPE_CHECKING:
+    from tooluse_gym.server.server import ServeEnvConfig
+
+ENV_IDS = (MULTI_TURN_ID, SINGLE_TURN_ID, SCENARIO_ID)
+ARGS_VARIABLE = "TOOLUSE_SERVE_ENV_ARGS"
+"""The environment variable holding this command's flags for `app` (``uvicorn tooluse_gym.server.app:app``)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `tooluse serve-env` arguments."""
+    p = argparse.ArgumentParser(
+        prog="tooluse serve-env", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
+    p.add_argument("--port", type=int, default=8000, help="port to listen on (0: any free port)")
+    p.add_argument(
+        "--env",
+        dest="env_ids",
+        nargs="+",
+        choices=ENV_IDS,
+        help=f"env ids to serve, the first a reset's default (default: {MULTI_TURN_ID} {SINGLE_TURN_ID}, "
+        f"and {SCENARIO_ID} with --scenarios)",
+    )
+    p.add_argument("--category", default="all", help=f"the BFCL category {MULTI_TURN_ID} plays (default: all)")
+    p.add_argument(
+        "--single-turn-category",
+        default="single_turn",
+        help=f"the BFCL category or group {SINGLE_TURN_ID} plays (default: single_turn)",
+    )
+    p.add_argument(
+        "--scenarios", nargs="+", default=[], metavar="PATH", help=f"scenario files or folders ({SCENARIO_ID})"
+    )
+    p.add_argument("--max-sessions", type=int, default=64, help="concurrent WebSocket sessions (default: 64)")
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=300.0,
+        help="seconds a session may stay silent before its env is freed; 0: never (default: 300)",
+    )
+    p.add_argument(
+        "--max-request-bytes",
+        type=int,
+        default=4 * 1024 * 1024,
+        help="the largest HTTP body or WebSocket message accepted (default: 4 MiB)",
+    )
+    add_knob_flags(p.add_argument_group("knobs (the server's defaults; a reset overrides all but the last two)"))
+    return p
+
+
+def serve_config(args: argparse.Namespace) -> ServeEnvConfig:
+    """The server's configuration from parsed flags (`ValueError` for a bad combination)."""
+    from tooluse_gym.server.server import ServeEnvConfig
+
+    return ServeEnvConfig(
+        env_ids=tuple(args.env_ids or (MULTI_TURN_ID, SINGLE_TURN_ID)),
+        multi_turn_category=args.category,
+        single_turn_category=args.single_turn_category,
+        scenarios=tuple(args.scenarios),
+        knobs=given_knobs(args),
+        max_sessions=args.max_sessions,
+        idle_timeout=args.idle_timeout or None,
+        max_request_bytes=args.max_request_bytes,
+    )
+
+
+class _AppFromEnviron:
+    """The ASGI app of `app`: built on first use (uvicorn's startup) from `ARGS_VARIABLE`, so importing stays light."""
+
+    def __init__(self) -> None:
+        self._app: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self._app is None:
+            from tooluse_gym.server.server import make_app
+
+            args = build_parser().parse_args(shlex.split(os.environ.get(ARGS_VARIABLE, "")))
+            self._app = make_app(serve_config(args))
+        await self._app(scope, receive, send)
+
+
+app = _AppFromEnviron()
+"""``uvicorn tooluse_gym.server.app:app`` (openenv.yaml's ``app``): the server `ARGS_VARIABLE`'s flags describe."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The `tooluse serve-env` command; returns when the server stops."""
+    args = build_parser().parse_args(argv)
+    if importlib.util.find_spec("openenv") is None:
+        print(
+            'tooluse serve-env: error: openenv-core is not installed: pip install "tooluse-gym[openenv]" && '
+            "pip install --no-deps openenv-core==0.3.0",
+            file=sys.stderr,
+        )
+        return 2
+    import uvicorn
+
+    from tooluse_gym.server.server import Catalog, make_app
+
+    try:
+        config = serve_config(args)
+        print("tooluse serve-env: loading the tasks ...", file=sys.stderr, flush=True)
+        catalog = Catalog(config)
+    except (ValueError, TypeError, OSError) as e:
+        print(f"tooluse serve-env: error: {e}", file=sys.stderr)
+        return 2
+    served = make_app(config, catalog)
+    sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((args.host, args.port))
+    except OSError as e:
+        print(f"tooluse serve-env: error: cannot listen on {args.host}:{args.port}: {e}", file=sys.stderr)
+        return 2
+    sock.listen(2048)
+    host, port = sock.getsockname()[:2]
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    tasks = ", ".join(f"{e} ({len(catalog.task_ids[e])} tasks)" for e in config.env_ids)
+    print(f"tooluse serve-env: serving {tasks} at {url} (sessions: {url}/ws)", file=sys.stderr, flush=True)
+    server = uvicorn.Server(uvicorn.Config(served, log_level="warning", ws_max_size=config.max_request_bytes))
+    server.run(sockets=[sock])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
