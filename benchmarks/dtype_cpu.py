@@ -72,8 +72,8 @@ def _update(tokens: int = 1000) -> dict:
     import torch
 
     from tooluse_agents.train.batch import Sample, collate
-    from tooluse_agents.train.grpo.config import PolicyConfig
     from tooluse_agents.train.policy import Policy
+    from tooluse_agents.train.settings import PolicyConfig
 
     out = {}
     for autocast in (None, "bfloat16"):

@@ -195,7 +195,7 @@ class ArmRun:
 
     def evaluate(self, step: int, epoch: int, model: str | Path) -> float:
         """Evaluate `model` (a folder) on the held-out prompts; write its lines (clock stopped by the caller)."""
-        from tooluse_agents.runs.metrics import eval_metrics
+        from tooluse_agents.train.grpo.metrics import eval_metrics
 
         start = time.perf_counter()  # the weights were saved just before: not counted here
         reward, episodes = self.evaluator(model, step)

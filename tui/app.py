@@ -85,7 +85,7 @@ class ToolUseApp(App[None]):
 def build_parser() -> argparse.ArgumentParser:
     """The `tooluse tui` arguments."""
     parser = argparse.ArgumentParser(
-        prog="tooluse-tui", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="tooluse tui", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("paths", nargs="*", help="a run folder, an episodes.jsonl or a metrics.jsonl; or two runs")
     parser.add_argument("--poll", type=float, default=0.5, help="seconds between polls of a followed file")
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         target = resolve(args.paths)
     except TargetError as e:
-        print(f"tooluse-tui: {e}", file=sys.stderr)
+        print(f"tooluse tui: {e}", file=sys.stderr)
         return 2
     ToolUseApp(TuiConfig(target, poll_s=args.poll)).run()
     return 0

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tooluse_agents.runs.results import CategoryDiff, Disagreement, RunComparison, compare_results, summarize
+from tooluse_gym.errors import ToolUseGymError
 from tooluse_tui.data import EpisodeStore, EpisodeSummary, is_bfcl_run, known_issues
 
 EPISODES = "episodes.jsonl"
@@ -28,7 +29,7 @@ CategoryRow = CategoryDiff
 __all__ = ["CategoryRow", "Comparison", "Disagreement", "Target", "TargetError", "compare", "load_results", "resolve"]
 
 
-class TargetError(ValueError):
+class TargetError(ToolUseGymError, ValueError):
     """The paths given cannot be opened; the message says why, for the user."""
 
 

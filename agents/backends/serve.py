@@ -231,7 +231,7 @@ def model_context(model_path: str) -> int | None:
 def build_parser() -> argparse.ArgumentParser:
     """The `tooluse serve` arguments."""
     p = argparse.ArgumentParser(
-        prog="tooluse-serve", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="tooluse serve", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("model", help="smollm2-135m, a local model folder, or a hub id in the local cache")
     p.add_argument("--served-model-name", help="the name clients pass as --model (default: MODEL as given)")

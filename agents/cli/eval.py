@@ -151,7 +151,7 @@ _UNSET = object()
 
 def run_parser(command: str) -> argparse.ArgumentParser:
     """The parser of `tooluse eval run` or `sweep` on its own (so KEY=VALUE items may come between options)."""
-    parser = argparse.ArgumentParser(prog=f"tooluse-eval {command}", formatter_class=DefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(prog=f"tooluse eval {command}", formatter_class=DefaultsHelpFormatter)
     _common(parser, sweep=command == "sweep")
     if command == "sweep":
         _sweep_flags(parser)
@@ -265,7 +265,7 @@ def _sweep_flags(sweep: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The `tooluse eval` arguments: its subcommands run, sweep, compare and export."""
-    parser = argparse.ArgumentParser(prog="tooluse-eval", description=__doc__, formatter_class=DefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(prog="tooluse eval", description=__doc__, formatter_class=DefaultsHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     _common(
         sub.add_parser("run", help="evaluate one protocol over tasks and seeds", formatter_class=DefaultsHelpFormatter),
@@ -322,10 +322,10 @@ def main(argv: list[str] | None = None) -> int:
             return _command(args, given)
     except KeyboardInterrupt:
         if args.command not in ("run", "sweep"):
-            print("tooluse-eval: interrupted", file=sys.stderr)
+            print("tooluse eval: interrupted", file=sys.stderr)
             return 130
         print(
-            f"tooluse-eval: interrupted; the episodes played so far are kept in {args.out}; run the same command "
+            f"tooluse eval: interrupted; the episodes played so far are kept in {args.out}; run the same command "
             f"to resume: {shlex.join(['tooluse', 'eval', *argv])}",
             file=sys.stderr,
         )
@@ -375,7 +375,7 @@ def _command(args: argparse.Namespace, given: Mapping[str, Any]) -> int:
             if data["left_out"]["a"]["episodes"] or data["left_out"]["b"]["episodes"]:
                 print("NOTE: the runs played different tasks or seeds; compared on those both played", file=sys.stderr)
     except (RunConflict, ValueError, FileNotFoundError, NotImplementedError) as e:
-        print(f"tooluse-eval: error: {e}", file=sys.stderr)
+        print(f"tooluse eval: error: {e}", file=sys.stderr)
         return 2
     return 0
 

@@ -32,9 +32,9 @@ from typing import Any
 def build_parser() -> argparse.ArgumentParser:
     """The `tooluse train` arguments."""
     parser = argparse.ArgumentParser(
-        prog="tooluse-train",
+        prog="tooluse train",
         description=__doc__.split("\n")[0].strip("`: "),
-        epilog="tooluse-train prefilter --help: keep the prompts a stronger model solves (the paper's data recipe)",
+        epilog="tooluse train prefilter --help: keep the prompts a stronger model solves (the paper's data recipe)",
     )
     parser.add_argument("config", help="YAML config (see agents/train/grpo/configs/)")
     parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides, e.g. grpo.group_size=4")
@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = load_config(args.config, args.overrides)
     except (ValueError, TypeError, OSError) as e:
-        print(f"tooluse-train: {e}", file=sys.stderr)
+        print(f"tooluse train: {e}", file=sys.stderr)
         return 2
     if args.print_config:
         print(dump_config(config), end="")
@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _train(config, progress=not args.no_progress, resume=resume)
     except KeyboardInterrupt:  # before the first step (loading the model, say): nothing new to keep
         print(
-            f"tooluse-train: interrupted while starting; run the same command to start or resume: {resume}",
+            f"tooluse train: interrupted while starting; run the same command to start or resume: {resume}",
             file=sys.stderr,
         )
         return 130
@@ -93,7 +93,7 @@ def _train(config: Any, *, progress: bool, resume: str) -> int:
     try:
         trainer = GRPOTrainer(config, progress=progress)
     except RunConflict as e:
-        print(f"tooluse-train: {e}", file=sys.stderr)
+        print(f"tooluse train: {e}", file=sys.stderr)
         return 2
     if trainer.resumed_from is not None and trainer.dist.is_main:
         print(f"resumed from step {trainer.resumed_from} ({config.run_dir})", file=sys.stderr)
@@ -118,7 +118,7 @@ def stopped_line(done: int, checkpointed: int, resume: str) -> str:
     where = f"stopped at step {done}"
     if checkpointed != done:
         where += f" (checkpointed at step {checkpointed}; the steps after it are redone)"
-    return f"tooluse-train: interrupted; {where}; run the same command to resume: {resume}"
+    return f"tooluse train: interrupted; {where}; run the same command to resume: {resume}"
 
 
 if __name__ == "__main__":

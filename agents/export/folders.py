@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from tooluse_agents.runs.records import EpisodeRecord, read_episodes
+from tooluse_gym.errors import ToolUseGymError
 
 __all__ = ["ExportError", "prepare_out", "read_run", "run_setting"]
 
 
-class ExportError(ValueError):
+class ExportError(ToolUseGymError, ValueError):
     """The run folder cannot be exported, or the output folder cannot take the export."""
 
 

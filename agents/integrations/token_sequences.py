@@ -72,13 +72,14 @@ from tooluse_agents.backends.scripted import ScriptedTurns
 from tooluse_agents.rollout.loop import Episode, RolloutJob, run_rollouts
 from tooluse_agents.runs.records import EpisodeRecord
 from tooluse_gym.envs.knobs import check_choice
+from tooluse_gym.errors import ToolUseGymError
 
 PREFIX_BREAK_MODES = ("cut", "raise")
 
 __all__ = ["PREFIX_BREAK_MODES", "EpisodeTokens", "PrefixBreak", "play"]
 
 
-class PrefixBreak(RuntimeError):
+class PrefixBreak(ToolUseGymError, RuntimeError):
     """The env's rendering after a step does not extend the episode's sequence (under ``on_prefix_break="raise"``)."""
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from tooluse_agents.runs.jsonl import FileHealth, read_jsonl
 from tooluse_agents.runs.metrics import EVAL_KEY, METRIC_KEYS  # the keys' one declaration (standard library only)
+from tooluse_gym.errors import ToolUseGymError
 
 SCHEMA_VERSION = 1
 """The version this code writes, and the newest it reads."""
@@ -58,7 +59,7 @@ _EPISODE_KEYS = (
 )
 
 
-class RecordError(ValueError):
+class RecordError(ToolUseGymError, ValueError):
     """A JSON object that is not an episode record this version can read."""
 
 

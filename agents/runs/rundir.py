@@ -20,10 +20,12 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
+from tooluse_gym.errors import ToolUseGymError
+
 __all__ = ["RunConflict", "RunDir", "differences"]
 
 
-class RunConflict(RuntimeError):
+class RunConflict(ToolUseGymError, RuntimeError):
     """The run folder holds a run with another configuration (or one this version cannot read or resume)."""
 
 

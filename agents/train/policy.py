@@ -18,7 +18,7 @@ import torch
 from torch.utils.checkpoint import checkpoint
 
 from tooluse_agents.train.batch import TokenBatch
-from tooluse_agents.train.grpo.config import LoraSettings, PolicyConfig
+from tooluse_agents.train.settings import LoraSettings, PolicyConfig
 
 __all__ = ["LoraSettings", "Policy", "PolicyConfig", "head_logprobs"]
 

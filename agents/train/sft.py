@@ -43,8 +43,7 @@ from tooluse_agents.backends.base import AgentRequest, Generation, SamplingConfi
 from tooluse_agents.backends.oracle import OracleAgent
 from tooluse_agents.cli.config_loader import load
 from tooluse_agents.rollout.loop import RolloutJob, run_rollouts
-from tooluse_agents.train.grpo.config import LoraSettings
-from tooluse_agents.train.grpo.tasks import TRAIN_PROTOCOL
+from tooluse_agents.train.settings import TRAIN_PROTOCOL, LoraSettings
 from tooluse_gym.envs import SCENARIO_ID
 from tooluse_gym.envs.flags import add_knob_flags, given_knobs
 from tooluse_gym.envs.knobs import Knobs
@@ -205,8 +204,8 @@ def train(config: SFTConfig, progress: bool = True) -> dict[str, Any]:
     import torch
     from tqdm.auto import tqdm
 
-    from tooluse_agents.train.grpo.config import PolicyConfig
     from tooluse_agents.train.policy import Policy
+    from tooluse_agents.train.settings import PolicyConfig
 
     torch.manual_seed(config.seed)
     # the trainers' one model loader (names such as smollm2-135m and tiny-random resolved in one place)
@@ -316,7 +315,7 @@ _FLAGS = ("model", "scenarios", "out", "epochs", "lr", "batch_size", "limit", "s
 def build_parser() -> argparse.ArgumentParser:
     """The `tooluse sft` arguments: a YAML config, flags and ``key=value`` overrides (defaults from `SFTConfig`)."""
     defaults = SFTConfig()
-    parser = argparse.ArgumentParser(prog="python -m tooluse_agents.train.sft", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="tooluse sft", description=__doc__.splitlines()[0])
     parser.add_argument(
         "overrides",
         nargs="*",

@@ -124,7 +124,7 @@ def test_a_resumed_run_says_how_many_episodes_it_skipped_and_ctrl_c_says_how_to_
     assert main(argv) == 130
     err = capsys.readouterr().err
     assert err.strip() == (
-        f"tooluse-eval: interrupted; the episodes played so far are kept in {out}; run the same command to resume: "
+        f"tooluse eval: interrupted; the episodes played so far are kept in {out}; run the same command to resume: "
         f"tooluse eval {' '.join(argv)}"
     )
     assert len((out / "episodes.jsonl").read_text().splitlines()) == 1
@@ -495,5 +495,5 @@ def test_eval_run_plays_what_its_config_file_says(tmp_path, capsys):
     assert json.loads((out / "results.json").read_text())["summary"]["episodes"] == 2
     capsys.readouterr()
     assert run("run", "--config", str(path), "sampling.max_tokens=many", "--out", str(tmp_path / "bad")) == 2
-    assert "tooluse-eval: error: sampling.max_tokens: expected int, got 'many'" in capsys.readouterr().err
+    assert "tooluse eval: error: sampling.max_tokens: expected int, got 'many'" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()

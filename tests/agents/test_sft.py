@@ -13,9 +13,9 @@ transformers = pytest.importorskip("transformers")
 
 from tooluse_agents.backends.base import chat_prompt  # noqa: E402
 from tooluse_agents.models.resolve import resolve_model  # noqa: E402
-from tooluse_agents.train.grpo.config import PolicyConfig  # noqa: E402
 from tooluse_agents.train.grpo.tasks import TRAIN_PROTOCOL  # noqa: E402
 from tooluse_agents.train.policy import Policy  # noqa: E402
+from tooluse_agents.train.settings import PolicyConfig  # noqa: E402
 from tooluse_agents.train.sft import SFTConfig, batch_nll, build_examples, main, task_order  # noqa: E402
 
 WARMUP = str(Path(__file__).resolve().parents[2] / "scenarios" / "curriculum" / "warmup.yaml")

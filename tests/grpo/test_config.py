@@ -68,7 +68,7 @@ def test_a_value_of_the_wrong_type_is_refused_naming_its_dotted_key(override, me
         load_config(None, [override])
     assert str(caught.value).startswith(message)
     assert main([str(CONFIGS[0]), override, "--print-config"]) == 2
-    assert capsys.readouterr().err.startswith(f"tooluse-train: {message}")
+    assert capsys.readouterr().err.startswith(f"tooluse train: {message}")
 
 
 def test_values_of_the_declared_types_load_as_the_fields_hold_them():

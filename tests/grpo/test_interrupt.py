@@ -51,7 +51,7 @@ def test_ctrl_c_prints_one_line_with_the_resume_command_and_the_resumed_run_says
     err = capsys.readouterr().err
     resume = shlex.join(["tooluse", "train", *argv])
     last = err.strip().splitlines()[-1]  # above it only the backends' progress lines
-    assert last == f"tooluse-train: interrupted; stopped at step 0; run the same command to resume: {resume}"
+    assert last == f"tooluse train: interrupted; stopped at step 0; run the same command to resume: {resume}"
     assert "Traceback" not in err and "resumed from step" not in err
     monkeypatch.undo()
 
@@ -64,7 +64,7 @@ def test_ctrl_c_prints_one_line_with_the_resume_command_and_the_resumed_run_says
     err = capsys.readouterr().err
     assert f"resumed from step 1 ({config_file.parent / 'run'})\n" in err
     assert err.strip().splitlines()[-1] == (
-        "tooluse-train: interrupted; stopped at step 2 (checkpointed at step 1; the steps after it are redone); "
+        "tooluse train: interrupted; stopped at step 2 (checkpointed at step 1; the steps after it are redone); "
         f"run the same command to resume: {shlex.join(['tooluse', 'train', *longer])}"
     )
     assert "Traceback" not in err
@@ -72,7 +72,7 @@ def test_ctrl_c_prints_one_line_with_the_resume_command_and_the_resumed_run_says
     # another setting is refused by its dotted key and values, saying how to start afresh
     assert main([*argv, "grpo.group_size=4"]) == 2
     assert capsys.readouterr().err.strip() == (
-        f"tooluse-train: {config_file.parent / 'run'} holds a run with another configuration: grpo.group_size 2 -> 4 "
+        f"tooluse train: {config_file.parent / 'run'} holds a run with another configuration: grpo.group_size 2 -> 4 "
         "(stored -> this run); to start afresh give another run_dir (run_dir=runs/NEW); to resume this one, run with "
         "its stored settings (only epochs, max_steps, budget_s may change)"
     )

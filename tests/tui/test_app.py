@@ -265,7 +265,7 @@ def test_compare_view_scores_what_both_runs_played_and_says_what_it_left_out(tmp
 
 def test_main_reports_bad_paths(tmp_path, capsys):
     assert main([str(tmp_path / "nope")]) == 2
-    assert "tooluse-tui:" in capsys.readouterr().err
+    assert "tooluse tui:" in capsys.readouterr().err
     (tmp_path / "episodes.jsonl").write_text("")
     assert main([str(tmp_path / "episodes.jsonl")]) == 2
     assert "the file is empty" in capsys.readouterr().err

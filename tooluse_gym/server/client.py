@@ -31,12 +31,13 @@ from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
 from websockets.exceptions import ConnectionClosed
 
+from tooluse_gym.errors import ToolUseGymError
 from tooluse_gym.server.models import ToolUseAction, ToolUseObservation, ToolUseState
 
 __all__ = ["SessionLost", "ToolUseAction", "ToolUseEnvClient", "ToolUseObservation", "ToolUseState"]
 
 
-class SessionLost(ConnectionError):
+class SessionLost(ToolUseGymError, ConnectionError):
     """The server ended the session (it stopped, restarted or closed the connection): its episode is lost."""
 
 

@@ -53,6 +53,7 @@ from tooluse_gym import __version__
 from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
 from tooluse_gym.envs.knobs import Knobs, env_defaults
 from tooluse_gym.envs.tool_env import task_ids
+from tooluse_gym.errors import ToolUseGymError
 from tooluse_gym.server.models import ToolUseAction, ToolUseObservation, ToolUseState
 
 SERVER_ONLY_KNOBS = ("tokenizer", "chat_template")
@@ -79,11 +80,11 @@ __all__ = [
 ]
 
 
-class RequestError(ValueError):
+class RequestError(ToolUseGymError, ValueError):
     """A reset or step the server refuses (an unknown key, knob value, env id or task id): HTTP 400."""
 
 
-class EpisodeError(RuntimeError):
+class EpisodeError(ToolUseGymError, RuntimeError):
     """A step with no episode in progress (before a reset, after the end, after the session closed): HTTP 409."""
 
 

@@ -55,7 +55,7 @@ def validate(paths: Sequence[str], replay: bool = True) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The `tooluse scenarios` arguments."""
-    parser = argparse.ArgumentParser(prog="tooluse-scenarios", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="tooluse scenarios", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("validate", help="check scenario files (schema, backends, functions, ground truth)")
     check.add_argument("paths", nargs="+", help="scenario files or folders")

@@ -21,52 +21,9 @@ from typing import Any
 from tooluse_agents.cli.config_loader import dump, from_dict, load, plain
 from tooluse_agents.train.grpo.filtering import FilterConfig
 from tooluse_agents.train.grpo.screen import ScreenConfig
-from tooluse_agents.train.grpo.tasks import MODES, TRAIN_PROTOCOL, TaskSource
+from tooluse_agents.train.grpo.tasks import MODES, TaskSource
+from tooluse_agents.train.settings import TRAIN_PROTOCOL, PolicyConfig
 from tooluse_gym.envs.knobs import Knobs
-
-
-@dataclass(frozen=True, kw_only=True)
-class LoraSettings:
-    """LoRA adapters (peft) instead of full fine-tuning.
-
-    Attributes:
-        r: Rank.
-        alpha: Scale numerator (the update is scaled by alpha / r).
-        dropout: Adapter dropout.
-        target_modules: Linear layers that get adapters.
-    """
-
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.0
-    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-
-
-@dataclass(frozen=True, kw_only=True)
-class PolicyConfig:
-    """The trained model.
-
-    Attributes:
-        model: A local folder, a cached hub id, or ``smollm2-135m``.
-        dtype: Dtype of the trained (master) weights. ``float32`` is exact and reproducible;
-            with lr ~1e-6 bf16 weights would round most updates away.
-        autocast: Compute dtype for forward/backward (``bfloat16``: ~1.7x faster on AMX CPUs and on GPUs),
-            ``auto`` (bfloat16 on a GPU or a CPU with native bf16 matmuls, else none; `tooluse_agents.backends.dtypes`),
-            or None (fp32 compute).
-        device: ``cpu``, ``cuda`` or ``auto``.
-        gradient_checkpointing: Recompute activations in the backward pass (much less memory, on this
-            CPU no slower).
-        lora: LoRA settings, or None for full fine-tuning.
-        threads: torch CPU threads (None: torch's choice).
-    """
-
-    model: str = "smollm2-135m"
-    dtype: str = "float32"
-    autocast: str | None = "auto"
-    device: str = "cpu"
-    gradient_checkpointing: bool = True
-    lora: LoraSettings | None = None
-    threads: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

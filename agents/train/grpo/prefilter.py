@@ -201,7 +201,7 @@ def kept_prompts(pool: TaskPool, keep_list: str | None, mode: str) -> TaskPool:
 def build_parser() -> argparse.ArgumentParser:
     """The `tooluse train prefilter` arguments."""
     parser = argparse.ArgumentParser(
-        prog="tooluse-train prefilter", description="keep the prompts a (stronger) model solves at least once"
+        prog="tooluse train prefilter", description="keep the prompts a (stronger) model solves at least once"
     )
     parser.add_argument("config", help="the training config whose prompts are filtered")
     parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides of the config")
@@ -225,13 +225,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(args.config, args.overrides)
         agent = make_agent(BackendSpec(backend=args.agent, model=args.model, base_url=args.base_url, dtype=args.dtype))
     except (ValueError, TypeError, OSError) as e:
-        print(f"tooluse-train prefilter: {e}", file=sys.stderr)
+        print(f"tooluse train prefilter: {e}", file=sys.stderr)
         return 2
     records: list[EpisodeRecord] = []
     try:
         keep = prefilter(config, agent, samples=args.samples, min_correct=args.min_correct, episodes=records)
     except ValueError as e:
-        print(f"tooluse-train prefilter: {e}", file=sys.stderr)
+        print(f"tooluse train prefilter: {e}", file=sys.stderr)
         return 2
     finally:
         agent.close()

@@ -17,6 +17,7 @@ from typing import Any
 import gymnasium as gym
 
 import tooluse_gym  # noqa: F401  (registers the env ids)
+from tooluse_agents.train.settings import TRAIN_PROTOCOL
 from tooluse_gym.envs.builder import TASKS_ENV_ID, TaskPool
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.envs.multi_turn import bfcl_pool
@@ -76,15 +77,6 @@ class TaskSource:
         spec: dict[str, Any] = {"kind": self.source, "category": self.category, "path": self.path}
         spec.update(task_ids=list(self.task_ids) if self.task_ids is not None else None, limit=self.limit)
         return {k: v for k, v in spec.items() if v is not None} | {"next_turn": mode == "next_turn"}
-
-
-TRAIN_PROTOCOL = Knobs(system_prompt="strong", tool_format="json", decoder="lenient")
-"""The training protocol's knobs (`TrainConfig.protocol`'s and SFT's defaults): the paper's.
-
-The stronger system prompt with JSON calls in ``<tool_call>`` tags, the native template,
-reasoning history kept, and the ``lenient`` decoder (each malformed call answered with its own
-error: a denser signal for a small model). A config's ``protocol:`` block changes these.
-"""
 
 
 def load_pool(source: TaskSource) -> TaskPool:

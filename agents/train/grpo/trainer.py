@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from tooluse_agents.backends.base import SamplingConfig
-from tooluse_agents.runs.metrics import EVAL_KEY, eval_metrics, step_metrics
+from tooluse_agents.runs.metrics import EVAL_KEY
 from tooluse_agents.runs.records import MetricsRecord
 from tooluse_agents.runs.rundir import RunConflict, RunDir
 from tooluse_agents.runs.runlog import RunFiles
@@ -42,6 +42,7 @@ from tooluse_agents.train.grpo.checkpoint import latest_checkpoint, latest_step
 from tooluse_agents.train.grpo.config import TrainConfig, stored_config
 from tooluse_agents.train.grpo.distributed import Dist
 from tooluse_agents.train.grpo.filtering import make_filter
+from tooluse_agents.train.grpo.metrics import eval_metrics, step_metrics
 from tooluse_agents.train.grpo.plan import EpochPlan
 from tooluse_agents.train.grpo.prefilter import kept_prompts
 from tooluse_agents.train.grpo.rollouts import ScriptedTurns, before_last_turn, play_groups
