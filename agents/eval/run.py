@@ -38,6 +38,7 @@ from tooluse_agents.runs.rundir import RunConflict, RunDir
 from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID
 from tooluse_gym.envs.ids import SINGLE_TURN_ID
 from tooluse_gym.envs.knobs import Knobs, env_defaults
+from tooluse_gym.envs.settings import DEFAULT_CATEGORIES, env_id_for
 from tooluse_gym.envs.tool_env import protocol_card
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl, bfcl_single_turn, select_tasks
@@ -45,26 +46,6 @@ from tooluse_gym.tasks.known_issues import KnownIssues, load_known_issues
 
 ENV_ID = MULTI_TURN_ID
 SCENARIO_ENV_ID = SCENARIO_ID
-
-
-def env_id_for(categories: Sequence[str] | None, scenarios: Sequence[str] | None) -> str:
-    """The env a run plays: scenarios, BFCL single-turn or BFCL multi-turn.
-
-    The scenario env with `scenarios`; BFCL single-turn when every category is one of its categories
-    or groups; else BFCL multi-turn. A mix of single- and multi-turn categories is refused.
-    """
-    if scenarios:
-        return SCENARIO_ID
-    single = [c for c in categories or () if c in bfcl_single_turn.GROUPS or c in bfcl_single_turn.CATEGORIES]
-    if not single:
-        return MULTI_TURN_ID
-    if len(single) < len(categories or ()):
-        others = [c for c in categories or () if c not in single]
-        raise ValueError(
-            f"--categories mixes single-turn {single} with {others}: single- and multi-turn BFCL are two envs, "
-            "so evaluate them as two runs (two --out folders)"
-        )
-    return SINGLE_TURN_ID
 
 
 AGENTS = BACKENDS
@@ -192,7 +173,7 @@ class EvalConfig:
         """`gym.make` arguments besides the protocol knobs and task ids."""
         if self.scenarios:
             return {"path": list(self.scenarios)}
-        return {"category": "single_turn" if self.env_id == SINGLE_TURN_ID else "all"}
+        return {"category": DEFAULT_CATEGORIES[self.env_id][1]}  # every category: the task ids pick
 
 
 def _resumable(data: Mapping[str, Any]) -> dict[str, Any]:

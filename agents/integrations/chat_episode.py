@@ -7,7 +7,7 @@ to send, the tool schemas to send with it, and what the env answered to the mode
 `tooluse_agents.backends.openai_compat.OpenAIAgent` sends, so a framework's model sees the prompt
 ``tooluse-eval`` would show it and the verdict is the env's own::
 
-    env = make_chat_env("ToolUse-MultiTurn-v0", task_ids=["multi_turn_base_0"], system_prompt="none")
+    env = make_env("ToolUse-MultiTurn-v0", task_ids=["multi_turn_base_0"], system_prompt="none")
     episode = ChatEpisode(env, "multi_turn_base_0", seed=0)
     view = episode.reset()
     while view is not None:
@@ -20,7 +20,7 @@ Nothing here imports a framework: tests drive it directly.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,58 +28,9 @@ import gymnasium as gym
 
 from tooluse_agents.backends.openai_compat import openai_messages
 from tooluse_agents.rollout.seeding import derive_seed
-from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
 from tooluse_gym.envs.tool_env import task_ids
 
-CHAT_ENV_IDS = (MULTI_TURN_ID, SINGLE_TURN_ID, SCENARIO_ID)
-"""The env ids an adapter can build from JSON-able settings (``ToolUse-Tasks-v0`` takes a `TaskPool` object)."""
-
-_BFCL_CATEGORIES = {MULTI_TURN_ID: ("base", "all"), SINGLE_TURN_ID: ("simple_python", "single_turn")}
-"""Each BFCL env id's category when none is given: without task ids, and with them (every category)."""
-
-__all__ = ["CHAT_ENV_IDS", "ChatEpisode", "ChatView", "action_from_chat", "make_chat_env", "task_ids_of"]
-
-
-def make_chat_env(
-    env_id: str = MULTI_TURN_ID,
-    *,
-    category: str | None = None,
-    scenario_path: Sequence[str] = (),
-    task_ids: Sequence[str] | None = None,
-    **knobs: Any,
-) -> gym.Env:
-    """Build one of `CHAT_ENV_IDS` from JSON-able settings.
-
-    Args:
-        env_id: ``ToolUse-MultiTurn-v0`` (BFCL multi-turn), ``ToolUse-SingleTurn-v0`` (BFCL single-turn)
-            or ``ToolUse-Scenario-v0`` (scenario files).
-        category: The BFCL category or group: multi-turn ``base``, ``miss_func``, ``miss_param``,
-            ``long_context``, ``all``; single-turn ``simple_python`` ... ``live_relevance``, ``non_live``,
-            ``live``, ``single_turn``. BFCL only. Unset: every category when `task_ids` are given (they
-            name their categories), else ``base`` (multi-turn) or ``simple_python`` (single-turn).
-        scenario_path: Scenario files or folders; ``ToolUse-Scenario-v0`` only, and required there.
-        task_ids: Restrict the env to these tasks.
-        **knobs: Protocol knobs (`tooluse_gym.envs.knobs.Knobs`); unset ones keep the env id's defaults.
-
-    Returns:
-        The env, wrapped for the protocol as `gymnasium.make` returns it.
-
-    Raises:
-        ValueError: An unknown env id, or settings that belong to the other env id.
-    """
-    ids = list(task_ids) if task_ids is not None else None
-    if env_id in _BFCL_CATEGORIES:
-        if scenario_path:
-            raise ValueError(f"scenario_path is for ToolUse-Scenario-v0; {env_id} plays BFCL's tasks")
-        if category is None:
-            default, every = _BFCL_CATEGORIES[env_id]
-            category = every if ids else default
-        return gym.make(env_id, category=category, task_ids=ids, **knobs)
-    if env_id == SCENARIO_ID:
-        if not scenario_path:
-            raise ValueError("ToolUse-Scenario-v0 needs scenario_path (scenario files or folders)")
-        return gym.make(env_id, path=[str(p) for p in scenario_path], task_ids=ids, **knobs)
-    raise ValueError(f"env_id must be one of {', '.join(CHAT_ENV_IDS)}; got {env_id!r}")
+__all__ = ["ChatEpisode", "ChatView", "action_from_chat", "task_ids_of"]
 
 
 def task_ids_of(env: gym.Env) -> list[str]:
@@ -142,7 +93,7 @@ class ChatEpisode:
     the verdict is the one the env gives any agent.
 
     Args:
-        env: A tooluse-gym env (`make_chat_env`, or `gymnasium.make` of any of its ids).
+        env: A tooluse-gym env (`tooluse_gym.envs.settings.make_env`, or `gymnasium.make` of any of its ids).
         task_id: The task to play.
         seed: The episode's seed: ``reset(seed=...)`` and the per-request seeds of `ChatView.seed`
             (None: neither is seeded).

@@ -39,9 +39,10 @@ from typing import Any
 import gymnasium as gym
 from pydantic import Field, model_validator
 
-from tooluse_agents.integrations.chat_episode import CHAT_ENV_IDS, ChatEpisode, ChatView, make_chat_env, task_ids_of
+from tooluse_agents.integrations.chat_episode import ChatEpisode, ChatView, task_ids_of
 from tooluse_gym.envs import MULTI_TURN_ID
 from tooluse_gym.envs.knobs import Knobs, optional_knobs_model
+from tooluse_gym.envs.settings import SETTINGS_ENV_IDS, make_env
 from tooluse_gym.errors import DependencyNotInstalled
 
 try:
@@ -94,7 +95,7 @@ class KnobsConfig(_KnobFields):  # type: ignore[misc,valid-type]
         return self
 
     def given(self) -> dict[str, Any]:
-        """The knobs that are set, for `make_chat_env`."""
+        """The knobs that are set, for `make_env`."""
         return self.model_dump(exclude_none=True)
 
 
@@ -123,8 +124,8 @@ class ToolUseTasksetConfig(vf.TasksetConfig):
 
     @model_validator(mode="after")
     def _check(self) -> ToolUseTasksetConfig:
-        if self.env_id not in CHAT_ENV_IDS:
-            raise ValueError(f"env_id must be one of {', '.join(CHAT_ENV_IDS)}; got {self.env_id!r}")
+        if self.env_id not in SETTINGS_ENV_IDS:
+            raise ValueError(f"env_id must be one of {', '.join(SETTINGS_ENV_IDS)}; got {self.env_id!r}")
         if self.system_prompt is not None:
             raise ValueError(
                 "the system prompt is a protocol knob of the env: set knobs.system_prompt (literal text works) "
@@ -134,7 +135,7 @@ class ToolUseTasksetConfig(vf.TasksetConfig):
 
     def make_env(self) -> gym.Env:
         """A fresh env with these settings."""
-        return make_chat_env(
+        return make_env(
             self.env_id,
             category=self.category,
             scenario_path=self.scenario_path,

@@ -256,8 +256,9 @@ def token_rollout() -> dict[str, Any]:
 def chat_episode() -> dict[str, Any]:
     """The oracle's episodes through `ChatEpisode` (the verifiers adapter's glue): every view and the outcome."""
     from tooluse_agents.backends.oracle import END_OF_TURN, OracleAgent
-    from tooluse_agents.integrations.chat_episode import ChatEpisode, make_chat_env
+    from tooluse_agents.integrations.chat_episode import ChatEpisode
     from tooluse_agents.rollout.loop import request_for
+    from tooluse_gym.envs.settings import make_env
 
     out: dict[str, Any] = {}
     cases = [
@@ -267,7 +268,7 @@ def chat_episode() -> dict[str, Any]:
     ]
     for task_id, knobs in cases:
         for structured in (False, True):
-            env = make_chat_env(task_ids=[task_id], **knobs)
+            env = make_env(task_ids=[task_id], **knobs)
             episode = ChatEpisode(env, task_id, seed=0)
             view = episode.reset()
             views = []

@@ -29,8 +29,9 @@ import pytest
 from tests.agents.test_openai_vllm_server import server  # noqa: F401  (the slow test's real vLLM server)
 from tooluse_agents.backends.openai_compat import openai_messages
 from tooluse_agents.backends.oracle import END_OF_TURN, OracleAgent
-from tooluse_agents.integrations.chat_episode import ChatEpisode, action_from_chat, make_chat_env, task_ids_of
+from tooluse_agents.integrations.chat_episode import ChatEpisode, action_from_chat, task_ids_of
 from tooluse_agents.rollout.loop import request_for
+from tooluse_gym.envs.settings import make_env
 
 SEED = 0
 CASES = [
@@ -101,7 +102,7 @@ def test_chat_episode_gives_the_env_verdict(task_id, knobs, structured):
     direct = play_direct(task_id, knobs, structured)
     if not structured:
         assert direct.reward == 1.0
-    env = make_chat_env(task_ids=[task_id], **knobs)
+    env = make_env(task_ids=[task_id], **knobs)
     episode = ChatEpisode(env, task_id, seed=SEED)
     view = episode.reset()
     assert view.new_messages == view.messages
@@ -128,7 +129,7 @@ def test_chat_view_offers_the_tools_of_the_moment():
 
 
 def test_chat_view_new_messages_are_the_env_answer():
-    env = make_chat_env(task_ids=["multi_turn_base_0"], system_prompt="none")
+    env = make_env(task_ids=["multi_turn_base_0"], system_prompt="none")
     episode = ChatEpisode(env, "multi_turn_base_0")
     episode.reset()
     call = {"id": "call_x", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
@@ -152,9 +153,9 @@ def test_action_from_chat_is_what_openai_agent_passes():
 
 def test_chat_env_ids_are_checked():
     with pytest.raises(ValueError, match="ToolUse-Scenario-v0 needs scenario_path"):
-        make_chat_env("ToolUse-Scenario-v0")
+        make_env("ToolUse-Scenario-v0")
     with pytest.raises(ValueError, match="env_id must be one of"):
-        make_chat_env("ToolUse-Tasks-v0")
+        make_env("ToolUse-Tasks-v0")
 
 
 # --- through verifiers' own rollout code --------------------------------------------------------------
@@ -240,7 +241,7 @@ def test_load_environment_is_a_verifiers_plugin():
     assert vf.environment_class(integration.PLUGIN_ID) is integration.ToolUseVerifiersEnv
     assert vf.default_harness_id(integration.PLUGIN_ID) == integration.PLUGIN_ID
     tasks = list(env.taskset)
-    first_two = task_ids_of(make_chat_env(category="miss_param"))[:2]
+    first_two = task_ids_of(make_env(category="miss_param"))[:2]
     assert [t.data.id for t in tasks] == first_two
     assert all(t.data.prompt is None and t.key == t.data.id for t in tasks)
     assert env.config.taskset.knobs.given() == {"tool_format": "json"}
@@ -330,7 +331,7 @@ def single_turn_direct(task_id: str, text: str) -> tuple[float, dict[str, Any]]:
 def test_chat_episode_plays_single_turn_entries(task_id, text, expected):
     reward, checker = single_turn_direct(task_id, text)
     assert reward == expected
-    env = make_chat_env("ToolUse-SingleTurn-v0", task_ids=[task_id])
+    env = make_env("ToolUse-SingleTurn-v0", task_ids=[task_id])
     episode = ChatEpisode(env, task_id, seed=SEED)
     view = episode.reset()
     assert view.messages[-1]["role"] == "user" and view.tools == []  # BFCL's prompt carries the functions
@@ -381,7 +382,7 @@ def test_verifiers_loader_finds_the_package_by_env_id(taskset_id, settings, env_
     assert isinstance(env, ToolUseVerifiersEnv)
     assert harness_class(vf.default_harness_id(taskset_id)) is ToolUseHarness  # its own harness, not bash
     assert config.taskset.env_id == env_id  # the package's own default, nothing passed
-    expected = settings.get("task_ids") or task_ids_of(make_chat_env(env_id, category=settings["category"]))
+    expected = settings.get("task_ids") or task_ids_of(make_env(env_id, category=settings["category"]))
     assert [t.data.id for t in env.taskset] == expected[: settings.get("limit")]
 
 

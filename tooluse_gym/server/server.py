@@ -52,6 +52,7 @@ from openenv.core.env_server.types import EnvironmentMetadata
 from tooluse_gym import __version__
 from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
 from tooluse_gym.envs.knobs import Knobs, env_defaults
+from tooluse_gym.envs.settings import EnvSettings
 from tooluse_gym.envs.tool_env import task_ids
 from tooluse_gym.errors import ToolUseGymError
 from tooluse_gym.server.models import ToolUseAction, ToolUseObservation, ToolUseState
@@ -138,10 +139,15 @@ class Catalog:
     def __init__(self, config: ServeEnvConfig):
         self.config = config
         self.env_ids = config.env_ids
-        self._args: dict[str, dict[str, Any]] = {
-            MULTI_TURN_ID: {"category": config.multi_turn_category},
-            SINGLE_TURN_ID: {"category": config.single_turn_category},
-            SCENARIO_ID: {"path": list(config.scenarios)},
+        categories = {MULTI_TURN_ID: config.multi_turn_category, SINGLE_TURN_ID: config.single_turn_category}
+        self._settings = {
+            env_id: EnvSettings(
+                env_id,
+                category=categories.get(env_id),
+                scenario_path=tuple(config.scenarios) if env_id == SCENARIO_ID else (),
+                knobs=config.knobs,
+            )
+            for env_id in self.env_ids
         }
         self.task_ids: dict[str, frozenset[str]] = {}
         for env_id in self.env_ids:
@@ -151,7 +157,7 @@ class Catalog:
 
     def make(self, env_id: str, knobs: Mapping[str, Any]) -> gym.Env:
         """A new env of `env_id` with the server's knobs, then `knobs`, over its defaults."""
-        return gym.make(env_id, **self._args[env_id], **{**self.config.knobs, **knobs})
+        return self._settings[env_id].make(**knobs)
 
     def route(self, env_id: Any, task_id: Any) -> str:
         """The env id a reset plays: the one given, else the one serving `task_id`, else the first served."""
