@@ -7,7 +7,7 @@ STAMP := $(VENV)/.setup-done
 export NO_MKDOCS_2_WARNING = 1
 
 
-.PHONY: setup run replay warmstart warmstart-adapter weakstart test test-verifiers docs docs-serve typecheck bench clean
+.PHONY: setup run replay warmstart warmstart-adapter weakstart check test test-verifiers docs docs-serve typecheck bench clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -70,11 +70,19 @@ warmstart-adapter: setup
 	$(PY) -m experiments.ship_adapter runs/warmstart-adapter agents/models/adapters/smollm2-135m-warmstart \
 		--command "tooluse sft $(WARMSTART_ADAPTER_SFT)"
 
+# The inner loop: lint, types and the tests not marked slow (a few minutes on 2 cores).
+check: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(PY) -m pytest -q -m "not slow" --durations=20
+
+# The whole suite, as CI runs it (.ci/run): the fast lane's checks, the docs build, every test (slow ones
+# included: all 800 BFCL entries, real vLLM servers, torchrun ranks), then the verifiers tests.
 test: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mkdocs build --strict --quiet
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=20
 	@if $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then $(MAKE) test-verifiers; \
 	else echo "skipped the verifiers tests: verifiers 0.4 needs Python >= 3.11"; fi
 

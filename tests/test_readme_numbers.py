@@ -73,7 +73,7 @@ def test_speed_section_names_the_machine_and_the_run():
 
 def test_readme_speed_line_equals_the_benchmark_results():
     result = json.loads(RESULTS.read_text(encoding="utf-8"))
-    section = _speed_section("README.md", "## Speed")
+    section = _speed_section("README.md", "## Results")
     line = next(line for line in section.splitlines() if line.startswith("- Env speed against bfcl_eval"))
     official = {r["official_ms"] for r in result["decoders"].values()}
     assert len(official) == 1

@@ -19,6 +19,7 @@ import tooluse_gym  # noqa: F401  (registers the env ids)
 from tooluse_agents.backends import factory as backends
 from tooluse_agents.backends.base import Agent, Generation, SamplingConfig
 from tooluse_agents.backends.factory import BACKENDS, BackendSpec
+from tooluse_agents.progress import progress_bar
 from tooluse_agents.rollout.loop import Episode, RolloutJob, resolve_schedule, run_rollouts
 from tooluse_agents.runs.bfcl_scores import format_bfcl_table
 from tooluse_agents.runs.jsonl import JsonlWriter
@@ -216,11 +217,7 @@ class _Progress:
     """Episodes done, accuracy so far and tokens/s when the agent counts tokens (tqdm on stderr)."""
 
     def __init__(self, total: int, done: Sequence[EpisodeRecord], enabled: bool):
-        from tqdm import tqdm
-
-        self.bar = tqdm(
-            total=total, initial=len(done), disable=not enabled, unit="ep", file=sys.stderr, dynamic_ncols=True
-        )
+        self.bar = progress_bar(total=total, initial=len(done), enabled=enabled, unit="ep")
         self.rewards = [r.reward for r in done]
         self.tokens = 0
         self.start = time.perf_counter()
@@ -237,10 +234,10 @@ class _Progress:
     def _postfix(self) -> None:
         acc = 100 * sum(self.rewards) / len(self.rewards) if self.rewards else 0.0
         if not self.tokens:  # an agent that counts no tokens (the oracle, a script): no rate rather than 0.0
-            self.bar.set_postfix_str(f"acc {acc:.1f}%")
+            self.bar.set_postfix_str(f"acc {acc:.1f}%", refresh=False)
             return
         rate = self.tokens / max(time.perf_counter() - self.start, 1e-9)
-        self.bar.set_postfix_str(f"acc {acc:.1f}% | {rate:.1f} tok/s")
+        self.bar.set_postfix_str(f"acc {acc:.1f}% | {rate:.1f} tok/s", refresh=False)
 
     def close(self) -> None:
         self.bar.close()

@@ -202,8 +202,8 @@ def task_order(examples: Sequence[Example], rng: random.Random) -> list[Example]
 def train(config: SFTConfig, progress: bool = True) -> dict[str, Any]:
     """Run the warm-start; returns a summary (also written to ``out/summary.json``)."""
     import torch
-    from tqdm.auto import tqdm
 
+    from tooluse_agents.progress import progress_bar
     from tooluse_agents.train.policy import Policy
     from tooluse_agents.train.settings import PolicyConfig
 
@@ -235,7 +235,7 @@ def train(config: SFTConfig, progress: bool = True) -> dict[str, Any]:
     rng = random.Random(config.seed)
     adapter_base = config.model if config.lora is not None else None
     steps_per_epoch = -(-len(examples) // config.batch_size)
-    bar = tqdm(total=config.epochs * steps_per_epoch, desc="warm-start", unit="step", disable=not progress)
+    bar = progress_bar(total=config.epochs * steps_per_epoch, desc="warm-start", unit="step", enabled=progress)
     start, step, epoch_losses = time.perf_counter(), 0, []
     with (out / "sft.jsonl").open("w") as log:
         for epoch in range(config.epochs):

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -160,12 +159,12 @@ class GRPOTrainer:
             The last metrics (with the held-out reward when a held-out set is configured) and
             ``stopped_by``, the limit that ended the run.
         """
-        from tqdm import tqdm
+        from tooluse_agents.progress import progress_bar
 
         cfg = self.config
         per_epoch = math.ceil(len(self.prompt_ids) / cfg.grpo.prompts_per_step)
         total = cfg.max_steps or cfg.epochs * per_epoch
-        bar = tqdm(total=total, initial=self.step, disable=not self.progress, unit="step", file=sys.stderr)
+        bar = progress_bar(total=total, initial=self.step, enabled=self.progress, unit="step")
         last: dict[str, Any] = {}
         first_step = self.step
         if self.step == 0 and self.heldout is not None and cfg.eval.at_start:
