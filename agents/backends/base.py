@@ -72,9 +72,28 @@ class AgentRequest:
     prompt_format: str | None = None
 
 
+FAILURE_CODES: Mapping[str, str] = {
+    "agent_exception": "the backend raised, or returned the wrong number of generations",
+    "env_error": "the env raised on the agent's action (never on model text: a bug or a broken tool backend)",
+    "context_length_exceeded": "the prompt no longer fits the model's context",
+    "max_completion_length": "the episode ran out of the trainer's completion-token budget (TRL adapter)",
+    "rate_limited": "an OpenAI-compatible server answered 429 after every retry",
+    "timeout": "an OpenAI-compatible server did not answer in time after every retry",
+    "server_error": "an OpenAI-compatible server answered 5xx after every retry",
+    "connection_error": "an OpenAI-compatible server could not be reached after every retry",
+    "bad_request": "an OpenAI-compatible server refused the request (400)",
+    "api_error": "an OpenAI-compatible server answered another error status",
+}
+"""Every failure that becomes data (`AgentError.type` in an episode record), listed once with its meaning."""
+
+
 @dataclass(frozen=True)
 class AgentError:
-    """Why a backend produced no message (e.g. ``rate_limited``, ``timeout``, ``context_length_exceeded``)."""
+    """Why a backend produced no message: one of `FAILURE_CODES`, and the detail.
+
+    A failure is data: the loop ends the episode with it, the record keeps it, results count it by
+    type, and it is never scored as a plain 0.
+    """
 
     type: str
     message: str
