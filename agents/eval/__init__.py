@@ -1,0 +1,1 @@
+"""Evaluation: runs, sweeps, tables, comparisons and their statistics."""
