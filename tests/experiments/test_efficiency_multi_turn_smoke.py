@@ -3,7 +3,7 @@
 It trains the tiny random model with the in-process hf engine (three trainer processes: under a
 minute on 2 idle cores, minutes when they are busy), so it checks the pipeline, not learning; the
 documented smoke run (SmolLM2-135M, vLLM rollouts, a 45 s budget per arm) is the same code with
-other settings. The harness's logic is tested fast, with a fake trainer, in `test_efficiency_v2.py`.
+other settings. The harness's logic is tested fast, with a fake trainer, in `test_efficiency_multi_turn.py`.
 It reads the test copy of the pre-registration (`prereg_v2.yaml`), whose arms use the
 selective-rollout knobs (``filter.kind``, ``rollout.screen``).
 """
@@ -15,24 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from experiments import efficiency_v2 as v2
-from experiments import start_eval
+from experiments.efficiency_multi_turn import study as v2
+from experiments.framework import start_eval
 
 FIXTURE = Path(__file__).with_name("prereg_v2.yaml")
 ARMS = ("vanilla", "paper", "selective")
-
-
-def _knobs_landed() -> bool:
-    from tooluse_agents.grpo.config import load_config
-
-    try:
-        load_config(None, ["filter.kind=zero_variance", "rollout.screen.members=4"])
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(not _knobs_landed(), reason="the trainer has no filter.kind / rollout.screen yet")
 
 
 def _check_study(out: Path) -> dict:
@@ -55,7 +42,7 @@ def _check_study(out: Path) -> dict:
     assert results["selective"]["config"]["filter"]["kind"] == "zero_variance"
     assert v2.main(["report", "--short", "--prereg", str(FIXTURE), "--out", str(out)]) == 0
     report = json.loads((out / "grpo_efficiency_v2.json").read_text())
-    assert report["seeds"]["complete"] == [0] and report["prereg"]["path"] == "tests/grpo/prereg_v2.yaml"
+    assert report["seeds"]["complete"] == [0] and report["prereg"]["path"] == "tests/experiments/prereg_v2.yaml"
     for arm in ("paper", "selective"):
         entry = report["arms"][arm]
         assert {"per_seed", "speedup_T50", "speedup_T75", "no_loss", "projection"} <= set(entry)

@@ -1,4 +1,4 @@
-"""experiments.pinned on a throwaway git repository: the driver runs the pinned commit's code, its
+"""A pinned commit (experiments.framework.run) on a throwaway git repository: the driver runs that code, its
 results are committed in the checkout one by one, and the worktree is never committed to."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.pinned import Pin, copy_back, main, prepare, run
+from experiments.framework.run import Pin, copy_back, main, prepare, run_pinned
 
 DRIVER = """import json, pathlib, sys, time
 time.sleep(float(sys.argv[2]) if len(sys.argv) > 2 else 0.0)
@@ -51,7 +51,7 @@ def repo(tmp_path, monkeypatch):
 def test_the_driver_runs_the_pinned_code_and_each_result_is_committed_here(repo, tmp_path):
     root, pinned = repo
     pin = Pin(pinned[:7], "results", tmp_path / "wt", poll_s=0.05)
-    code = run(pin, ["fake_driver", "3"], root)
+    code = run_pinned(pin, ["fake_driver", "3"], root)
     assert code == 3  # the driver's exit code, and its results still come back
     for arm in ("a", "b"):
         result = json.loads((root / "results" / f"seed0_{arm}.json").read_text())
@@ -76,8 +76,8 @@ def test_a_failed_commit_while_the_driver_runs_does_not_stop_it(repo, tmp_path, 
             raise RuntimeError("git's index stayed locked")
         return copy_back(pin, sha, where)
 
-    monkeypatch.setattr("experiments.pinned.copy_back", flaky)
-    assert run(Pin(pinned, "results", tmp_path / "wt", poll_s=0.05), ["fake_driver", "0", "0.5"], root) == 0
+    monkeypatch.setattr("experiments.framework.run.copy_back", flaky)
+    assert run_pinned(Pin(pinned, "results", tmp_path / "wt", poll_s=0.05), ["fake_driver", "0", "0.5"], root) == 0
     assert len(calls) >= 2 and "not committed yet: git's index stayed locked" in capsys.readouterr().err
     assert git(root, "status", "--porcelain") == ""  # both results committed after the failure
     assert json.loads((root / "results" / "seed0_b.json").read_text())["version"] == 1

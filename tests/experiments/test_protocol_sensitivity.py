@@ -7,11 +7,12 @@ import json
 import pytest
 import yaml
 
-from experiments import protocol_sensitivity as ps
+from experiments.framework.study import PreregError, load
+from experiments.protocol_sensitivity import study as ps
 
 
 def test_the_preregistered_grid_is_the_base_then_one_change_at_a_time():
-    prereg = ps.load(ps.DEFAULT_PREREG)
+    prereg = load(ps.DEFAULT_PREREG, ps.SCHEMA)
     literal = "You are a helpful assistant. You can call the functions you are given."
     assert ps.grid(prereg) == {
         "template": ["native", "context"],
@@ -30,12 +31,12 @@ def test_a_change_must_set_one_knob_of_the_base(tmp_path):
     data["changes"].append({"template": "context", "tool_format": "python"})
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(data))
-    with pytest.raises(SystemExit, match="one knob"):
-        ps.load(bad)
+    with pytest.raises(PreregError, match="one knob"):
+        load(bad, ps.SCHEMA)
     data["changes"][-1] = {"temperature": 0.0}
     bad.write_text(yaml.safe_dump(data))
-    with pytest.raises(SystemExit, match="one knob"):
-        ps.load(bad)
+    with pytest.raises(PreregError, match="one knob"):
+        load(bad, ps.SCHEMA)
 
 
 def _results(folder, per_seed):

@@ -2,7 +2,7 @@
 
 The fake trainer writes run folders with hand-chosen curves over 8 held-out prompts; every number
 checked below is computed by hand in the comments. The real trainer runs in
-`test_efficiency_v2_smoke.py`.
+`test_efficiency_multi_turn_smoke.py`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments import efficiency_v2 as v2
-from experiments.prereg import PreregError, load_prereg, uncommitted
+from experiments.efficiency_multi_turn import study as v2
+from experiments.framework import arms
+from experiments.framework.provenance import uncommitted
+from experiments.framework.run import commit_file
+from experiments.framework.study import PreregError, load
 
 FIXTURE = Path(__file__).with_name("prereg_v2.yaml")
 PROMPTS = [f"p{i}" for i in range(8)]
@@ -120,7 +123,7 @@ def prereg_file(tmp_path):
 
 
 def test_the_preregistration_schema(tmp_path):
-    p = load_prereg(FIXTURE)
+    p = load(FIXTURE)
     assert list(p.arms) == ["vanilla", "paper", "selective"] and p.seeds == (0, 1, 2)
     assert p.targets == {"T50": 0.361, "T75": 0.389} and p.primary == "T50" and p.start == 0.306
     assert p.budget_s == 1800.0 and p.eval_every_train_s == 150.0 and p.cost_ratios == (1.0, 3.0, 5.0)
@@ -136,25 +139,25 @@ def test_the_preregistration_schema(tmp_path):
         bad = tmp_path / "bad.yaml"
         bad.write_text(yaml.safe_dump({**data, **change}))
         with pytest.raises(PreregError, match=message):
-            load_prereg(bad)
+            load(bad)
     bad.write_text(yaml.safe_dump({k: v for k, v in data.items() if k != "projection"}))
     with pytest.raises(PreregError, match="projection"):
-        load_prereg(bad)
+        load(bad)
 
 
 def test_arm_order_rotates_with_the_seed():
-    arms = ["vanilla", "paper", "selective"]
-    assert v2.arm_order(arms, 0) == arms
-    assert v2.arm_order(arms, 1) == ["paper", "selective", "vanilla"]
-    assert v2.arm_order(arms, 2) == ["selective", "vanilla", "paper"]
-    assert v2.arm_order(arms, 3) == arms
+    order = ["vanilla", "paper", "selective"]
+    assert arms.arm_order(order, 0) == order
+    assert arms.arm_order(order, 1) == ["paper", "selective", "vanilla"]
+    assert arms.arm_order(order, 2) == ["selective", "vanilla", "paper"]
+    assert arms.arm_order(order, 3) == order
 
 
 def test_overrides_put_the_harness_last_and_refuse_a_clash(tmp_path):
-    prereg = load_prereg(FIXTURE)
+    prereg = load(FIXTURE)
     args = v2.parse_args(["run", "--short", "--out", str(tmp_path), "--set", "rollout.engine=hf"])
-    settings = v2.settings_for(args, prereg)
-    out = v2.overrides(prereg, settings, "paper", 1, at_start=False)
+    settings = arms.settings_for(args, prereg, v2.PATHS)
+    out = arms.overrides(prereg, settings, "paper", 1, at_start=False)
     assert out[:6] == ["tasks.limit=32", "update.lr=1e-5", *prereg.arms["paper"]]
     assert out.index("tasks.limit=4") > out.index("tasks.limit=32")  # the smoke settings win over common
     assert "rollout.engine=hf" in out and "policy.model=smollm2-135m" in out and "budget_s=45.0" in out
@@ -170,17 +173,17 @@ def test_overrides_put_the_harness_last_and_refuse_a_clash(tmp_path):
         "eval.temperature=0.0",
         "eval.samples=1",
     ]
-    study = v2.settings_for(v2.parse_args(["run", "--seed", "0"]), prereg)
+    study = arms.settings_for(v2.parse_args(["run", "--seed", "0"]), prereg, v2.PATHS)
     assert study.budget_s == 1800.0 and study.start_model == "runs/weakstart/model" and study.extra == ()
     assert study.result_path(2, "paper").parts[-3:] == ("results", "grpo_efficiency_v2", "seed2_paper.json")
     with pytest.raises(SystemExit, match="--short only"):
-        v2.settings_for(v2.parse_args(["run", "--seed", "0", "--budget-s", "10"]), prereg)
+        arms.settings_for(v2.parse_args(["run", "--seed", "0", "--budget-s", "10"]), prereg, v2.PATHS)
     clash = dataclasses.replace(prereg, common=("budget_s=10", "eval.samples=1"))
     with pytest.raises(PreregError, match=r"\['budget_s'\]"):
-        v2.overrides(clash, study, "vanilla", 0, at_start=True)
+        arms.overrides(clash, study, "vanilla", 0, at_start=True)
     # the same values as the harness's are no clash (the YAML values compare: 1800 is 1800.0)
     same = dataclasses.replace(prereg, common=("budget_s=1800", "eval.temperature=0.0", "max_steps=null"))
-    assert v2.overrides(same, study, "vanilla", 0, at_start=True)[:3] == list(same.common)
+    assert arms.overrides(same, study, "vanilla", 0, at_start=True)[:3] == list(same.common)
 
 
 def test_a_study_run_refuses_an_uncommitted_preregistration(prereg_file):
@@ -194,7 +197,7 @@ def test_run_and_report_from_fake_runs(prereg_file, tmp_path, monkeypatch):
     model.mkdir()
     (model / "config.json").write_text("{}")
     calls: list[dict] = []
-    monkeypatch.setattr(v2, "train", fake_trainer(calls))
+    monkeypatch.setattr(arms, "train", fake_trainer(calls))
     out = tmp_path / "out"
     common = ["--prereg", str(prereg_file), "--short", "--out", str(out)]
     run = ["run", *common, "--start-model", str(model), "--budget-s", "300", "--eval-every-s", "100"]
@@ -238,10 +241,10 @@ def test_run_and_report_from_fake_runs(prereg_file, tmp_path, monkeypatch):
     assert selective["totals"]["prompts_screened"] == 6 and selective["totals"]["selection_active_from_s"] == 0.0
 
     # resumed: every result exists, nothing is trained again
-    monkeypatch.setattr(v2, "train", lambda cmd: pytest.fail("a finished arm was trained again"))
+    monkeypatch.setattr(arms, "train", lambda cmd: pytest.fail("a finished arm was trained again"))
     assert v2.main([*run, "--seed", "0"]) == 0
     # seed 1 starts at the second arm; vanilla alone, sharing seed 0's start (greedy: the seed is not an input)
-    monkeypatch.setattr(v2, "train", fake_trainer(calls))
+    monkeypatch.setattr(arms, "train", fake_trainer(calls))
     assert v2.main([*run, "--seed", "1", "--arms", "vanilla"]) == 0
     assert calls[-1]["seed"] == "1" and calls[-1]["eval.at_start"] == "false"
     assert json.loads((results / "seed1_vanilla.json").read_text())["run_order"] == ["paper", "selective", "vanilla"]
@@ -314,7 +317,7 @@ def test_verdicts_once_every_seed_has_run(prereg_file, tmp_path, monkeypatch):
     model = tmp_path / "model"
     model.mkdir()
     (model / "w").write_text("x")
-    monkeypatch.setattr(v2, "train", fake_trainer([]))
+    monkeypatch.setattr(arms, "train", fake_trainer([]))
     out = tmp_path / "out"
     common = ["--prereg", str(prereg_file), "--short", "--out", str(out)]
     v2.main(["run", *common, "--start-model", str(model), "--budget-s", "300", "--eval-every-s", "100"])
@@ -356,7 +359,7 @@ def test_commit_file_commits_that_file_alone(tmp_path):
     result = tmp_path / "results" / "seed0_vanilla.json"
     result.parent.mkdir()
     result.write_text("{}")
-    v2.commit_file(result, "seed 0 vanilla", cwd=tmp_path)
+    commit_file(result, "seed 0 vanilla", cwd=tmp_path)
     assert git("show", "--name-only", "--format=%s", "HEAD").split() == [
         "seed",
         "0",
@@ -381,9 +384,9 @@ def test_a_report_before_any_result(tmp_path):
 
 
 def test_notes_name_the_seeds_that_ran_on_another_machine_or_start_model(prereg_file):
-    from experiments.efficiency_report import _notes
+    from experiments.framework.report import _notes
 
-    prereg = load_prereg(prereg_file)
+    prereg = load(prereg_file)
 
     def result(cpu: str, model_sha: str) -> dict:
         machine = {"cpu_model": cpu, "bf16_flags": ["avx512_bf16"], "cpu_count": 2}

@@ -1,4 +1,4 @@
-"""The v2 efficiency study's statistics (`experiments.efficiency_stats`) on hand-computed numbers."""
+"""The statistics of evaluations and studies (`tooluse_agents.eval.stats`) on hand-computed numbers."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from experiments.efficiency_stats import (
+from tooluse_agents.eval.stats import (
     AT_LEAST,
     AT_MOST,
     EXACT,

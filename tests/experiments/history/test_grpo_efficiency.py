@@ -11,7 +11,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def bench():
-    from experiments import grpo_efficiency
+    from experiments.history import grpo_efficiency
 
     return grpo_efficiency
 
