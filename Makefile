@@ -67,7 +67,7 @@ WARMSTART_ADAPTER_SFT ?= --lr 1e-3 --out runs/warmstart-adapter lora.r=16 lora.a
 
 warmstart-adapter: setup
 	$(VENV)/bin/tooluse sft $(WARMSTART_ADAPTER_SFT)
-	$(PY) -m experiments.ship_adapter runs/warmstart-adapter agents/models/adapters/smollm2-135m-warmstart \
+	$(PY) -m experiments.tools.ship_adapter runs/warmstart-adapter agents/models/adapters/smollm2-135m-warmstart \
 		--command "tooluse sft $(WARMSTART_ADAPTER_SFT)"
 
 # The inner loop: lint, types and the tests not marked slow (a few minutes on 2 cores).
@@ -119,7 +119,7 @@ typecheck: setup
 
 bench: setup
 	$(PY) benchmarks/env_throughput.py --write
-	$(PY) benchmarks/single_turn_throughput.py --write
+	$(PY) -m benchmarks.single_turn_throughput --write
 
 clean:
 	rm -rf $(VENV) $(VF_VENV) .pytest_cache .mypy_cache site

@@ -15,7 +15,7 @@ runs as its own process, one after the other:
 - ``ours_vanilla``: our trainer (``python -m tooluse_agents.cli.train``), every rollout in the update;
 - ``ours_paper``: our trainer with the paper's recipe (filter k=1, 4 of 8 rollouts a group updated;
   with all rewards 0 no prompt is filtered, so what it saves here is sub-sampling's half of the update);
-- ``trl``: TRL's ``GRPOTrainer`` through our adapter (``python -m experiments.trl_arm``), HF generation.
+- ``trl``: TRL's ``GRPOTrainer`` through our adapter (``python -m experiments.trainer_vs_trl.trl_arm``), HF generation.
 
 Equal in all three: fp32 weights and AdamW, bf16 autocast in the update and in generation
 (transformers' ``generate`` on the trained model: TRL's through accelerate's autocast wrapper of the
@@ -127,7 +127,7 @@ def arm_command(arm: str, sets: list[str], python: str) -> list[str]:
         return [
             python,
             "-m",
-            "experiments.trl_arm",
+            "experiments.trainer_vs_trl.trl_arm",
             CONFIG,
             *sets,
             "--micro-batch",

@@ -27,7 +27,6 @@ import argparse
 import gc
 import json
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,22 +34,20 @@ from typing import Any
 
 import gymnasium as gym
 
+from benchmarks.env_throughput import _git, _machine
+from tests.bfcl_reference import handler, model_response
+from tests.bfcl_single_turn_reference import MODEL_NAMES, _entries, _language, _runner, category_of
+from tooluse_agents.backends.base import SamplingConfig
+from tooluse_agents.backends.factory import BackendSpec, make_agent
+from tooluse_agents.rollout.loop import RolloutJob, run_rollouts
+from tooluse_gym.ast_checker import verdict
+from tooluse_gym.ast_languages import language_of
+from tooluse_gym.envs import SINGLE_TURN_ID
+from tooluse_gym.envs.tool_env import play_messages
+from tooluse_gym.tasks.bfcl_single_turn import UNSATISFIABLE, check_of, load_single_turn_tasks
+from tooluse_gym.tools.bfcl_ast_decoding import decode_ast_action
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # tests.bfcl_reference: BFCL's handlers as the differential tests drive them
-
-from benchmarks.env_throughput import _git, _machine  # noqa: E402
-from tests.bfcl_reference import handler, model_response  # noqa: E402
-from tests.bfcl_single_turn_reference import MODEL_NAMES, _entries, _language, _runner, category_of  # noqa: E402
-from tooluse_agents.backends.base import SamplingConfig  # noqa: E402
-from tooluse_agents.backends.factory import BackendSpec, make_agent  # noqa: E402
-from tooluse_agents.rollout.loop import RolloutJob, run_rollouts  # noqa: E402
-from tooluse_gym.ast_checker import verdict  # noqa: E402
-from tooluse_gym.ast_languages import language_of  # noqa: E402
-from tooluse_gym.envs import SINGLE_TURN_ID  # noqa: E402
-from tooluse_gym.envs.tool_env import play_messages  # noqa: E402
-from tooluse_gym.tasks.bfcl_single_turn import UNSATISFIABLE, check_of, load_single_turn_tasks  # noqa: E402
-from tooluse_gym.tools.bfcl_ast_decoding import decode_ast_action  # noqa: E402
-
 RESULTS = ROOT / "benchmarks" / "results" / "single_turn_throughput.json"
 PLOT = ROOT / "docs" / "single-turn-throughput.png"
 FORMATS = ("python", "json")

@@ -23,19 +23,17 @@ import asyncio
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 import warnings
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from tooluse_tui.app import ToolUseApp, TuiConfig
+from tooluse_tui.runs import resolve
+from tooluse_tui.table import RowTable
+from tooluse_tui.transcript_view import TranscriptView
 
-from tooluse_tui.app import ToolUseApp, TuiConfig  # noqa: E402
-from tooluse_tui.runs import resolve  # noqa: E402
-from tooluse_tui.table import RowTable  # noqa: E402
-from tooluse_tui.transcript_view import TranscriptView  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 FIXTURES = ROOT / "tests" / "tui" / "data"
 

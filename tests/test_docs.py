@@ -129,7 +129,7 @@ def test_study_rows_name_every_arms_learned_verdict_and_the_reference(tmp_path, 
         },
     }
     (tmp_path / "trainer_vs_trl.json").write_text(json.dumps(report))
-    tables = sys.modules["study_tables"]
+    tables = sys.modules["result_tables"]
     learned_row, versus = tables.study_rows(tables.TRL)
     assert "every arm learns" in learned_row[0] and learned_row[2] == "vanilla: not met, trl: met"
     assert "against TRL's GRPOTrainer" in versus[0] and "final minus TRL's GRPOTrainer's n/a" in versus[1]
@@ -141,7 +141,7 @@ def test_protocol_sensitivity_table_reads_each_change_against_the_paper(tmp_path
     import json
     import sys
 
-    tables = sys.modules["protocol_tables"]
+    tables = sys.modules["result_tables"]
     assert tables.reading(-0.07, [-0.1, -0.04], (-8.0, -6.0)) == "same direction, as large as the paper's"
     assert tables.reading(-0.03, [-0.05, -0.01], (-8.0, -6.0)) == "same direction, smaller than the paper's"
     assert tables.reading(0.03, [0.01, 0.05], (-15.0, -15.0)) == "opposite direction to the paper"

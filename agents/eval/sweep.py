@@ -20,21 +20,16 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import math
-import random
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from tooluse_agents.eval.run import EvalConfig, make_agent, run_eval
+from tooluse_agents.eval.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, paired_difference, seed_spread, spread
 from tooluse_agents.runs.records import read_episodes
 from tooluse_agents.runs.report import sensitivity_figure
-from tooluse_agents.runs.results import spread
 from tooluse_gym.prompt_formats import PromptFormat
-
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 0
 
 
 def slug(combo: Mapping[str, Any]) -> str:
@@ -109,54 +104,6 @@ def one_factor_changes(grid: Mapping[str, Sequence[Any]]) -> tuple[dict[str, Any
     base = {k: values[0] for k, values in grid.items() if values}
     changes = [(k, v) for k, values in grid.items() for v in values[1:] if v != values[0]]
     return base, changes
-
-
-def paired_difference(
-    base: Mapping[tuple[str, int], float],
-    change: Mapping[tuple[str, int], float],
-    *,
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = BOOTSTRAP_SEED,
-) -> dict[str, Any]:
-    """The difference change - base over the (task, seed) pairs both played.
-
-    Per task the mean over its shared seeds. Returns the mean difference over tasks, its paired
-    standard error (sample std of the per-task differences / sqrt(tasks)), and a 95% percentile
-    interval from `resamples` bootstrap draws of the tasks with replacement (seeded: the same
-    inputs give the same interval).
-    """
-    shared = sorted(set(base) & set(change))
-    by_task: dict[str, list[float]] = {}
-    for key in shared:
-        by_task.setdefault(key[0], []).append(change[key] - base[key])
-    diffs = [statistics.fmean(v) for _, v in sorted(by_task.items())]
-    n = len(diffs)
-    if n == 0:
-        return {"tasks": 0, "pairs": 0, "diff": None, "se": None, "ci95": None}
-    mean = statistics.fmean(diffs)
-    se = statistics.stdev(diffs) / math.sqrt(n) if n > 1 else None
-    rng = random.Random(seed)
-    means = sorted(statistics.fmean(rng.choices(diffs, k=n)) for _ in range(resamples))
-    low, high = _percentile(means, 0.025), _percentile(means, 0.975)
-    return {"tasks": n, "pairs": len(shared), "diff": mean, "se": se, "ci95": [low, high]}
-
-
-def _percentile(sorted_values: Sequence[float], q: float) -> float:
-    """The q-quantile of sorted values, linearly interpolated (numpy's default rule)."""
-    position = q * (len(sorted_values) - 1)
-    lower = math.floor(position)
-    upper = min(lower + 1, len(sorted_values) - 1)
-    return sorted_values[lower] + (sorted_values[upper] - sorted_values[lower]) * (position - lower)
-
-
-def seed_spread(per_seed: Mapping[Any, float]) -> dict[str, Any]:
-    """Max - min and sample std over seeds of the overall score (std None with one seed)."""
-    values = list(per_seed.values())
-    return {
-        "seeds": len(values),
-        "max_minus_min": max(values) - min(values) if values else None,
-        "std": statistics.stdev(values) if len(values) > 1 else None,
-    }
 
 
 def _rewards(folder: Path) -> dict[tuple[str, int], float]:

@@ -74,7 +74,7 @@ class Policy:
         if not Path(path).exists() and Path(path.split("/")[0]).is_dir():
             raise FileNotFoundError(
                 f"model folder {path} does not exist (runs/warmstart/model is made by `make warmstart`, "
-                "runs/check-model by `python -m experiments.check_model`)"
+                "runs/check-model by `python -m experiments.tools.check_model`)"
             )
         tokenizer = AutoTokenizer.from_pretrained(path)
         if tokenizer.pad_token is None:

@@ -1,15 +1,135 @@
-"""The result tables of the README and the pages, from ``benchmarks/results/*.json`` (`gen_pages` fills them)."""
+"""Every study's tables and summaries, from its result file in ``benchmarks/results/`` (`gen_pages` fills them).
+
+One renderer for the studies, reading each result's envelope (`experiments.framework.report`): the
+time-to-accuracy studies (multi-turn v2, study B single-turn, study A against TRL) share one report
+schema, so one `Study` entry each gives their headline rows and summaries; the cell studies (seed
+stability, format grid) and protocol sensitivity have their tables here too; the superseded v1 study
+keeps its table for the history page. The benchmarks' tables are in `benchmark_pages`.
+"""
 
 from __future__ import annotations
 
-import json
-import statistics
-from collections.abc import Callable
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from pages_common import ROOT, _load, _not_measured, _table
-from single_turn_tables import format_grid_rows, seed_stability_rows, single_turn_speed_line
-from study_tables import ARM_LABELS, headline_rows
+from pages_common import DOCS, RESULTS, _load, _not_measured, _table
+
+ARM_LABELS = {
+    "paper": "the paper's recipe (all-correct filter k = 1, max-variance 4 of 8)",
+    "selective": "selective (screen 4, two-sided filter, max-variance 4 of 8)",
+    "trl": "TRL's GRPOTrainer",
+}
+
+
+@dataclass(frozen=True)
+class Study:
+    report: str  # the report's file name under benchmarks/results/
+    title: str  # the headline rows' prefix
+    command: str  # what writes the report
+    summary: str  # "module:function" giving the report's markdown (report, json_path, plot_path)
+    plot: str  # the figure's file name under docs/
+
+
+V2 = Study(
+    "grpo_efficiency_v2.json",
+    "GRPO efficiency v2",
+    "python -m experiments.efficiency_multi_turn report",
+    "experiments.framework.figures:markdown",
+    "grpo-efficiency-v2.png",
+)
+SINGLE_TURN = Study(
+    "grpo_efficiency_single_turn.json",
+    "GRPO efficiency on single-turn tasks, study B",
+    "python -m experiments.efficiency_single_turn report",
+    "experiments.efficiency_single_turn.report:markdown",
+    "grpo-efficiency-single-turn.png",
+)
+TRL = Study(
+    "trainer_vs_trl.json",
+    "Our trainer against TRL's GRPOTrainer, study A",
+    "python -m experiments.trainer_vs_trl report",
+    "experiments.trainer_vs_trl.trl_report:markdown",
+    "trainer-vs-trl.png",
+)
+STUDIES = (V2, SINGLE_TURN, TRL)
+
+
+def _label(arm: str) -> str:
+    return ARM_LABELS.get(arm, arm)
+
+
+def study_rows(study: Study) -> list[list[str]]:
+    """The headline rows: the reference arm learned or not, then each arm against the reference."""
+    data = _load(study.report)
+    if data is None:
+        return [[f"{study.title} (pre-registered)", "not measured yet", "no verdict", f"`{study.report}`"]]
+    seeds, verdicts = data["seeds"], data["verdicts"]
+    ref = _reference(data)
+    complete = seeds["complete"]
+    done = f"{len(complete)} of {len(seeds['preregistered'])} seeds complete"
+    done += f" (seed{'s' if len(complete) > 1 else ''} {', '.join(map(str, complete))})" if complete else ""
+    by_arm = verdicts.get("learned_by_arm") or {ref: verdicts["learned"]}
+    named = len(by_arm) > 1
+    who = "every arm" if named else _label(ref)
+    rows = [
+        [
+            f"{study.title} (pre-registered, {len(seeds['preregistered'])} seeds): {who} learns",
+            f"{done}; held-out gain per seed " + "; ".join(_gains(arm, v, named) for arm, v in by_arm.items()),
+            ", ".join((f"{arm}: " if named else "") + v["status"] for arm, v in by_arm.items()),
+            f"`{study.report}`",
+        ]
+    ]
+    for arm, v in verdicts["speedup"].items():
+        per_seed = ", ".join(f"{x}" for x in v["per_seed"].values()) or "none yet"
+        no_loss = verdicts["no_loss"][arm]
+        delta = no_loss.get("mean_delta")
+        rows.append(
+            [
+                f"{study.title}: {_label(arm)} against {_label(ref)}",
+                f"{v['geometric_mean']} to {v['target']} (per seed {per_seed}); final minus {_label(ref)}'s "
+                + ("n/a" if delta is None else f"{delta:+.3f}")
+                + " (mean over seeds)",
+                f"faster: {v['status']}; no loss: {no_loss['status']}",
+                f"`{study.report}`",
+            ]
+        )
+    return rows
+
+
+def _gains(arm: str, learned: dict[str, Any], named: bool) -> str:
+    gains = ", ".join(f"{v['gain']:+.3f} (p = {v['p']:.2g})" for v in learned["per_seed"].values()) or "none yet"
+    return f"{arm} {gains}" if named else gains
+
+
+def _reference(data: dict[str, Any]) -> str:
+    """The arm the others are compared with: the one without a no-loss entry (`build_report` gives it none)."""
+    return next(arm for arm, entry in data["arms"].items() if "no_loss" not in entry)
+
+
+def study_summary(study: Study) -> str:
+    """The report's own markdown summary, its headings demoted under the page's, and its figure."""
+    data = _load(study.report)
+    if data is None:
+        return _not_measured(study.report, study.command)
+    module, function = study.summary.split(":")
+    markdown = getattr(importlib.import_module(module), function)
+    plot = DOCS / study.plot
+    text = markdown(data, RESULTS / study.report, plot)
+    lines = [("##" + line) if line.startswith("#") else line for line in text.splitlines()[1:]]
+    body = "\n".join(lines).strip("\n") + "\n"
+    if plot.exists():
+        body += f"\n![{study.title}]({study.plot})\n"
+    return body
+
+
+def headline_rows() -> list[list[str]]:
+    """Every study's rows, in `STUDIES` order (the multi-turn study first)."""
+    return [row for study in STUDIES for row in study_rows(study)]
+
+
+# --- the first efficiency study (v1, superseded: the history page) ---------------------------------
 
 
 def _min(seconds: float) -> str:
@@ -23,7 +143,7 @@ def _curve(arm: dict[str, Any]) -> str:
 def efficiency_table(name: str) -> str:
     data = _load(name)
     if data is None:
-        return _not_measured(name, "python -m experiments.grpo_efficiency --plot")
+        return _not_measured(name, "python -m experiments.history.grpo_efficiency --plot")
     arms = ("vanilla", "efficient")
     v, e = (data[a] for a in arms)
 
@@ -82,7 +202,7 @@ def status_lines() -> str:
     name = "grpo_efficiency_v2.json"
     data = _load(name)
     if data is None:
-        command = "python -m experiments.efficiency_v2 report"
+        command = "python -m experiments.efficiency_multi_turn report"
         return "- GRPO efficiency v2 (pre-registered): " + _not_measured(name, command)
     seeds, verdicts, targets = data["seeds"], data["verdicts"], data["targets"]
     learned = verdicts["learned"]
@@ -112,238 +232,241 @@ def headline_table() -> str:
     return _table(["what", "result", "verdict", "file"], rows)
 
 
-def env_speed_table() -> str:
-    name = "env_throughput.json"
+# --- the cell studies ------------------------------------------------------------------------------
+
+
+def seed_stability_table() -> str:
+    """Per cell: each seed's accuracy, spread and std with intervals; the pre-registered verdict."""
+    name = "single_turn_seed_stability.json"
     data = _load(name)
     if data is None:
-        return _not_measured(name, "make bench")
+        return _not_measured(name, "python -m experiments.seed_stability --commit")
+
+    def pts(x: float) -> str:
+        return f"{100 * x:.1f}"
+
     rows = []
-    decoders = data["decoders"]
-    official = next(iter(decoders.values()))["official_ms"]
-    rows.append(["", "bfcl_eval execute + multi_turn_checker", f"{official:.2f}", "1.00×"])
-    for decoder, d in decoders.items():
-        rows.append(
-            [f"`{decoder}`", "first play of each task", f"{d['first_play_ms']:.2f}", f"{d['first_play_ratio']:.2f}×"]
-        )
+    for cell_name, c in data["cells"].items():
         rows.append(
             [
-                f"`{decoder}`",
-                "repeat play (multi-seed evaluation, GRPO groups)",
-                f"{d['repeat_play_ms']:.2f}",
-                f"{d['repeat_play_ratio']:.2f}×",
+                f"`{cell_name}`",
+                c["model"],
+                c["turns"],
+                str(c["tasks"]),
+                " / ".join(pts(v) for v in c["per_seed"].values()),
+                pts(c["mean"]),
+                f"{pts(c['spread'])} [{pts(c['spread_ci95'][0])}, {pts(c['spread_ci95'][1])}]",
+                f"{pts(c['std'])} [{pts(c['std_ci95'][0])}, {pts(c['std_ci95'][1])}]",
             ]
         )
-    m = data["machine"]
-    return (
-        _table(["decoder", "path", "ms / episode", "official / ours"], rows)
-        + f"\n{data['episodes']} ground-truth episodes, median of {data['passes']} passes; "
-        + f"{m['cpu_model']}, Python {m['python']}, bfcl-eval {m['bfcl_eval']} "
-        + f"(`benchmarks/results/{name}`).\n"
-    )
-
-
-def rollout_schedule_table() -> str:
-    name = "rollout_schedule.json"
-    data = _load(name)
-    if data is None:
-        return _not_measured(name, "python benchmarks/rollout_schedule.py")
-
-    def in_flight(w: dict[str, Any], schedule: str) -> str:
-        values = sorted(
-            p["mean_in_flight"]
-            for p in w.get("passes", [])
-            if p["schedule"] == schedule and p.get("mean_in_flight") is not None
+    header = ["cell", "model", "turns", "tasks", "accuracy per seed", "mean", "spread [95% CI]", "std [95% CI]"]
+    f = data["finding"]
+    verdict = f"**{f['verdict']}**"
+    if "ci95" in f:
+        verdict += (
+            f": multi std - single std = {pts(f['std_difference'])} points, 95% CI "
+            f"[{pts(f['ci95'][0])}, {pts(f['ci95'][1])}]"
         )
-        return f"{statistics.median(values):.1f}" if values else "-"
-
-    rows = []
-    for part, label in (("vllm_in_process", "vLLM in process"), ("openai_server", "OpenAI agent -> tooluse-serve")):
-        for workload, w in (data.get(part) or {}).items():
-            rows.append(
-                [
-                    label,
-                    f"{workload} (max_tokens {w['max_tokens']})",
-                    f"{w['median_s']['lockstep']:.1f}",
-                    f"{w['median_s']['async']:.1f}",
-                    f"**{w['ratio_lockstep_over_async']:.2f}×**",
-                    f"{in_flight(w, 'lockstep')} / {in_flight(w, 'async')}",
-                    f"{w['identical_episode_fraction_min']:.0%}",
-                ]
-            )
-    s, m = data["settings"], data["machine"]
-    header = [
-        "backend",
-        "workload",
-        "lockstep (s, median)",
-        "async (s, median)",
-        "lockstep / async",
-        "requests in flight (lockstep / async)",
-        "identical episodes",
-    ]
     return (
         _table(header, rows)
-        + f"\n{s['episodes']} episodes ({s['tasks']}), {s['num_envs']} envs, {s['reps']} reps, {s['dtype']}, "
-        + f"temperature {s['temperature']}; {m['cpu_model']}, Python {m['python']}; `{data['command'].strip()}` "
-        + f"at `{data['commit'][:7]}` (`benchmarks/results/{name}`).\n"
+        + f"\nPre-registered verdict ({data['prereg']['path']}): {verdict}. Points; seeds "
+        + f"{', '.join(map(str, data['seeds']))}; task-bootstrap intervals (`benchmarks/results/{name}`).\n"
     )
 
 
-def dtype_cpu_table() -> str:
-    name = "dtype_cpu.json"
+def seed_stability_rows() -> list[list[str]]:
+    """The README's results-at-a-glance row of the seed-stability study."""
+    data = _load("single_turn_seed_stability.json")
+    if data is None or not data.get("complete"):
+        return []
+    c, f = data["cells"], data["finding"]
+    multi, single = c[f["multi"]], c[f["single"]]
+    result = (
+        f"warm-start, 60 curriculum tasks each, {len(data['seeds'])} seeds: multi-turn spread "
+        f"{100 * multi['spread']:.1f} points (std {100 * multi['std']:.1f}), single-turn spread "
+        f"{100 * single['spread']:.1f} (std {100 * single['std']:.1f}); difference of stds "
+        f"{100 * f['std_difference']:+.1f}, 95% CI [{100 * f['ci95'][0]:+.1f}, {100 * f['ci95'][1]:+.1f}]"
+    )
+    what = "Seed stability (pre-registered): does single-turn move less with the seed than multi-turn?"
+    return [[what, result, f["verdict"], "`single_turn_seed_stability.json`"]]
+
+
+def format_grid_table() -> str:
+    """Per cell: BFCL's summary over the prompt formats, the best and worst configuration, the verdict."""
+    name = "single_turn_format_grid.json"
     data = _load(name)
     if data is None:
-        return _not_measured(name, "python benchmarks/dtype_cpu.py")
-    r, u, ratio = data["rollouts"], data["update_1000_tokens"], data["bf16_over_fp32"]
+        return _not_measured(name, "python -m experiments.format_grid --commit")
+
+    def pts(x: float) -> str:
+        return f"{100 * x:.1f}"
+
+    def short(config: str) -> str:
+        return "`" + config.replace("&prompt_fmt=plaintext", "").replace("&style=classic", "") + "`"
+
     rows = []
-    for dtype in ("float32", "bfloat16"):
+    for cell_name, c in data["cells"].items():
+        acc = c["accuracy"]
+        best, worst = max(acc, key=acc.__getitem__), min(acc, key=acc.__getitem__)
         rows.append(
             [
-                f"`{dtype}`",
-                f"{r[dtype]['one_at_a_time']['tok_per_s']:.1f}",
-                f"{r[dtype]['batched']['tok_per_s']:.1f}",
-                f"{u[dtype]['forward_s']:.2f} + {u[dtype]['backward_s']:.2f}",
+                f"`{cell_name}`",
+                c["model"],
+                c["turns"],
+                f"{c['configurations']} x {c['tasks']}",
+                pts(acc[c["base"]]),
+                f"{pts(acc[best])} {short(best)}",
+                f"{pts(acc[worst])} {short(worst)}",
+                f"{pts(c['std'])} [{pts(c['std_ci95'][0])}, {pts(c['std_ci95'][1])}]",
+                f"{pts(c['max_minus_min'])} [{pts(c['max_minus_min_ci95'][0])}, {pts(c['max_minus_min_ci95'][1])}]",
+                f"{len(c['differing'])} / {c['configurations'] - 1}",
+                f"**{c['verdict']}**",
             ]
         )
-    rows.append(
+    header = [
+        "cell",
+        "model",
+        "turns",
+        "configurations x tasks",
+        "BFCL default (%)",
+        "best (%)",
+        "worst (%)",
+        "std [95% CI]",
+        "max - min [95% CI]",
+        "differ from default (Holm)",
+        "verdict",
+    ]
+    state = "" if data["complete"] else " Not every pre-registered cell has finished."
+    return (
+        _table(header, rows)
+        + f"\nPre-registered in {data['prereg']['path']}: greedy, one episode per task and configuration; std "
+        + "(sample, as bfcl_eval's format_sensitivity_runner) and max - min over configurations in points, "
+        + "task-bootstrap intervals; exact McNemar against BFCL's default configuration, Holm-adjusted. "
+        + f"Every configuration's accuracy is in `benchmarks/results/{name}`.{state}\n"
+    )
+
+
+def format_grid_rows() -> list[list[str]]:
+    """The README's results-at-a-glance row of the format-grid study."""
+    data = _load("single_turn_format_grid.json")
+    if data is None or not data.get("complete"):
+        return []
+    parts = [
+        f"{name} {100 * c['max_minus_min']:.0f} points max - min ({c['verdict']})" for name, c in data["cells"].items()
+    ]
+    verdicts = sorted({c["verdict"] for c in data["cells"].values()})
+    what = "BFCL's format grid (pre-registered): how far do its 26 prompt formats move our models?"
+    return [[what, "; ".join(parts), ", ".join(verdicts), "`single_turn_format_grid.json`"]]
+
+
+# --- protocol sensitivity ----------------------------------------------------------------------------
+
+
+NAME = "protocol_sensitivity.json"
+COMMAND = "python -m experiments.protocol_sensitivity run && python -m experiments.protocol_sensitivity report"
+
+
+# What the paper measured for a change of the base, as (low, high) points of (change - base) on BFCL
+# multi-turn, or None where it has no figure for that change. The base is the stronger protocol in
+# each of the paper's comparisons (native template, a hand-written system prompt), so its figures are
+# drops.
+PAPER_EFFECT: dict[tuple[str, str], tuple[float, float]] = {
+    ("template", "context"): (-8.0, -6.0),
+    ("system_prompt", "bfcl"): (-15.0, -15.0),
+}
+
+
+def _pts(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
+
+
+def _is_literal(row: Mapping[str, Any]) -> bool:
+    return row["knob"] == "system_prompt" and row["value"] not in ("bfcl", "strong", "none")
+
+
+def _change_label(row: Mapping[str, Any]) -> str:
+    return f"{row['knob']} = " + ("literal text (below)" if _is_literal(row) else str(row["value"]))
+
+
+def reading(diff: float | None, ci: list[float] | None, paper: tuple[float, float] | None) -> str:
+    """How one change reads against the paper: whether it moved the score, its direction and size."""
+    if diff is None or ci is None:
+        return "no paired episodes"
+    moved = ci[0] > 0 or ci[1] < 0
+    points = 100 * diff
+    if paper is None:
+        return ("moves the score" if moved else "interval includes 0") + "; no paper figure"
+    if not moved:
+        return "interval includes 0: no effect shown"
+    if (points < 0) != (paper[0] < 0):
+        return "opposite direction to the paper"
+    low, high = sorted((abs(paper[0]), abs(paper[1])))
+    if abs(points) < low:
+        return "same direction, smaller than the paper's"
+    if abs(points) > high:
+        return "same direction, larger than the paper's"
+    return "same direction, as large as the paper's"
+
+
+def protocol_sensitivity_table() -> str:
+    """The base's seed spread, each change's paired effect beside the paper's, the BFCL slice."""
+    report = _load(NAME)
+    if report is None or not report.get("curriculum"):
+        return _not_measured(NAME, COMMAND)
+    sweep = report["curriculum"]
+    base, spread = sweep["base"], sweep["base"]["seed_spread"]
+    paper_seed = report["paper"]["seed"]["points"]
+    rows = [
         [
-            "bf16 / fp32 (speed)",
-            f"{ratio['rollouts_one_at_a_time']:.2f}×",
-            f"{ratio['rollouts_batched']:.2f}×",
-            f"{ratio['update_speed']:.2f}×",
+            f"base ({spread['seeds']} seeds)",
+            _pts(base["overall"]),
+            f"seed spread {_pts(spread['max_minus_min'])} (max - min), std {_pts(spread['std'])}",
+            "",
+            f"about {paper_seed} points",
+            "",
         ]
-    )
-    m = data["machine"]
-    flags = ", ".join(m["bf16_flags"]) or "none"
-    return (
-        _table(
-            [
-                "dtype",
-                "rollouts one at a time (tok/s)",
-                f"rollouts batched, {r['float32']['batched']['num_envs']} envs (tok/s)",
-                "update of 1,000 tokens: forward + backward (s)",
-            ],
-            rows,
-        )
-        + f"\n{m['cpu_model']} (bf16 flags: {flags}); `dtype: auto` resolved to `{data['auto_resolves_to']}` when this "
-        + "was measured. "
-        + f"`{data['command'].strip()}` at `{data['commit'][:7]}` (`benchmarks/results/{name}`).\n"
-    )
-
-
-def known_issues_table() -> str:
-    path = ROOT / "tooluse_gym" / "tasks" / "bfcl_known_issues.json"
-    data = json.loads(path.read_text(encoding="utf-8"))
-    entries, left_out = data.get("entries", []), data.get("left_out", [])
-    by_summary: dict[tuple[str, str], list[str]] = {}
-    for entry in entries:
-        by_summary.setdefault((entry["kind"], entry["summary"]), []).append(entry["task_id"])
-    rows = [[", ".join(f"`{t}`" for t in ids), f"`{kind}`", summary] for (kind, summary), ids in by_summary.items()]
-    return (
-        f"Registry version `{data.get('version')}` (for bfcl-eval `{data.get('bfcl_version')}`): "
-        f"{len(entries)} entries, {len(left_out)} reports checked and left out "
-        f"(`tooluse_gym/tasks/bfcl_known_issues.json`).\n\n"
-        + _table(["tasks", "kind", "why"], rows)
-        + "\nLeft out:\n\n"
-        + _table(["task", "why not"], [[f"`{e['task_id']}`", e["reason"]] for e in left_out])
-    )
-
-
-def speed_summary() -> str:
-    """One line per speed measurement, for the README (the tables are on the results page)."""
-    lines = []
-    env = _load("env_throughput.json")
-    if env is None:
-        lines.append("- Env speed against bfcl_eval: " + _not_measured("env_throughput.json", "make bench").strip())
-    else:
-        official = next(iter(env["decoders"].values()))["official_ms"]
-        parts = [
-            f"`{name}` decoder {d['first_play_ratio']:.2f}× first play / {d['repeat_play_ratio']:.2f}× repeat play"
-            for name, d in env["decoders"].items()
-        ]
-        lines.append(
-            f"- Env speed against bfcl_eval's executor + `multi_turn_checker` ({official:.2f} ms an episode, same "
-            f"process, all {env['episodes']} ground-truth episodes): {', '.join(parts)} (`env_throughput.json`)."
-        )
-    schedule = _load("rollout_schedule.json")
-    if schedule is None:
-        lines.append(
-            "- Async against lockstep rollouts: "
-            + _not_measured("rollout_schedule.json", "python benchmarks/rollout_schedule.py").strip()
-        )
-    else:
-        parts = []
-        for part, label in (("vllm_in_process", "vLLM in process"), ("openai_server", "against `tooluse-serve`")):
-            workloads = schedule.get(part) or {}
-            if workloads:
-                ratios = " / ".join(f"{w['ratio_lockstep_over_async']:.2f}×" for w in workloads.values())
-                parts.append(f"{ratios} {label}")
-        names = " / ".join(next((schedule.get(p) for p in ("vllm_in_process", "openai_server") if schedule.get(p)), {}))
-        same = min(
-            w["identical_episode_fraction_min"]
-            for p in ("vllm_in_process", "openai_server")
-            for w in (schedule.get(p) or {}).values()
-        )
-        lines.append(
-            f"- Async against lockstep rollouts (lockstep time / async time, {names} messages): {', '.join(parts)}; "
-            f"{same:.0%} of episodes identical under both (`rollout_schedule.json`)."
-        )
-    dtype = _load("dtype_cpu.json")
-    if dtype is None:
-        lines.append(
-            "- bf16 against fp32 on a CPU: " + _not_measured("dtype_cpu.json", "python benchmarks/dtype_cpu.py").strip()
-        )
-    else:
-        r = dtype["bf16_over_fp32"]
-        flags = ", ".join(dtype["machine"]["bf16_flags"]) or "no bf16 flags"
-        lines.append(
-            f"- bf16 against fp32 on this CPU ({dtype['machine']['cpu_model']}, {flags}): "
-            f"{r['rollouts_one_at_a_time']:.2f}× vLLM rollouts one at a time, {r['rollouts_batched']:.2f}× batched, "
-            f"{r['update_speed']:.2f}× a 1,000-token update (`dtype_cpu.json`)."
-        )
-    return "\n".join(lines) + "\n" + single_turn_speed_line()
-
-
-def env_server_table() -> str:
-    """`tooluse serve-env` under load (per number of sessions) and the fault checks, from env_server.json."""
-    name = "env_server.json"
-    data = _load(name)
-    if data is None:
-        return _not_measured(name, "python -m benchmarks.env_server --write")
-    rows = []
-    for r in data["levels"]:
-        v = r["verdicts"]
+    ]
+    for row in sweep["changes"]:
+        paired = row["paired"]
+        ci = paired["ci95"]
+        paper = PAPER_EFFECT.get((row["knob"], str(row["value"])))
         rows.append(
             [
-                str(r["sessions"]),
-                f"{r['wire_episodes_per_s']:,.1f}",
-                f"{r['in_process_episodes_per_s']:,.1f}",
-                f"**{r['ratio_wire_over_in_process']:.2f}×**",
-                f"{r['step_latency_ms']['p50']:.2f} / {r['step_latency_ms']['p99']:.2f}",
-                f"{r['memory']['per_session_kib']:,.0f}",
-                f"{v['equal']} / {v['episodes']} (lost {v['lost']}, crossed {v['crossed']})",
+                _change_label(row),
+                _pts(row["overall"]),
+                _pts(paired["diff"], signed=True),
+                f"[{_pts(ci[0], True)}, {_pts(ci[1], True)}]" if ci else "n/a",
+                "n/a" if paper is None else "/".join(dict.fromkeys(f"{p:+.0f}" for p in paper)),
+                reading(paired["diff"], ci, paper),
             ]
         )
-    header = [
-        "sessions",
-        "episodes/s over the wire",
-        "episodes/s in-process",
-        "wire / in-process",
-        "step latency p50 / p99 (ms)",
-        "memory per session (KiB)",
-        "verdicts equal to in-process",
-    ]
-    checks = data["fault_checks"]
-    d = data["faults"]["disconnects"]
-    failed = [k for k, ok in checks.items() if not ok]
-    s, m = data["settings"], data["machine"]
-    return (
-        _table(header, rows)
-        + f"\nFaults: {len(checks) - len(failed)} of {len(checks)} checks pass"
-        + (f" (failed: {', '.join(f'`{k}`' for k in failed)})" if failed else "")
-        + f"; {d['clients']:,} clients that left mid-episode were all freed (open sessions after each wave: "
-        + f"{', '.join(map(str, d['open_sessions_after_each_wave']))}, the bystander); memory growth over the "
-        + f"last third of them {d['growth_kib_per_client_last_third']:.2f} KiB a client. "
-        + f"{s['episodes_per_level']} oracle episodes a level; {m['cpu_model']}, {m['cpu_count']} CPUs, "
-        + f"Python {m['python']}; `{data['command'].strip()}` at `{data['commit'][:7]}` "
-        + f"(`benchmarks/results/{name}`).\n"
+    paper_reasoning = report["paper"]["reasoning"]["points"]
+    why_not = report["reasoning"].replace("<think>", "`<think>`")
+    rows.append(["reasoning history", "", "", "", f"{paper_reasoning[0]} to {paper_reasoning[1]}", why_not])
+    header = ["configuration", "score (%)", "change - base (points, paired)", "95% interval", "paper (points)"]
+    lines = [_table([*header, "reading"], rows)]
+    lines += [f'- The literal system prompt: "{row["value"]}"' for row in sweep["changes"] if _is_literal(row)]
+    for key, label in (
+        ("bfcl_slice", "BFCL slice (base protocol, BFCL's rules)"),
+        ("grpo_base", "GRPO-trained, from the weak warm-start (not a change of the base)"),
+    ):
+        summary = report.get(key)
+        if summary:
+            seeds = ", ".join(f"{_pts(v)}" for v in summary["per_seed"].values())
+            lines.append(f"- {label}: {_pts(summary['overall'])}% (per seed: {seeds}; `{summary['folder']}`).")
+    prereg = report["prereg"]
+    lines.append(
+        f"- Pre-registration: `{prereg['path']}` (commit {str(prereg['commit'])[:7]}); every row's protocol card "
+        f"fingerprint is in `benchmarks/results/{NAME}`."
     )
+    return "\n".join(lines) + "\n"
+
+
+def protocol_sensitivity_page() -> str:
+    """The results page's block: the table, and the figure once the report has drawn it."""
+    body = protocol_sensitivity_table()
+    if (DOCS / "protocol-sensitivity.png").exists() and not body.startswith("*Not measured"):
+        body += "\n![protocol sensitivity](protocol-sensitivity.png)\n"
+    return body

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments import efficiency_single_turn as est
-from experiments import efficiency_v2 as v2
-from experiments import pilot_targets as pt
-from experiments import start_eval
-from experiments.prereg import PreregError, load_prereg, with_targets
+from experiments.efficiency_multi_turn import study as multi_turn
+from experiments.efficiency_single_turn import pilot as pt
+from experiments.efficiency_single_turn import study as est
+from experiments.framework import arms, start_eval
+from experiments.framework.study import PreregError, load, with_targets
 from tests.experiments.test_trainer_vs_trl import fake_ours
 
 
@@ -44,7 +44,7 @@ def pilot_result(start: int, final: int, n: int = 40, lost: int = 0) -> dict:
 
 
 def test_the_preregistration_loads_with_targets_from_a_pilot(tmp_path):
-    prereg = load_prereg(est.PREREG)
+    prereg = load(est.PREREG)
     rule = prereg.pilot_rule
     assert rule is not None and (rule.arm, rule.seed, rule.start_range, rule.alpha) == (
         "vanilla",
@@ -64,7 +64,7 @@ def test_the_preregistration_loads_with_targets_from_a_pilot(tmp_path):
     with pytest.raises(PreregError, match="pre-registered"):
         with_targets(prereg, {"start": 0.3, "gain_ref": 0.2, "T50": 0.4, "primary": "T50"})
     with pytest.raises(PreregError, match="fixes its own targets"):
-        with_targets(load_prereg(v2.DEFAULT_PREREG), fixed.data["targets"])
+        with_targets(load(multi_turn.PREREG), fixed.data["targets"])
     data = yaml.safe_load(est.PREREG.read_text())
     for change, message in (
         ({"pilot": {**data["pilot"], "seed": 0}}, "not a study seed"),
@@ -80,11 +80,11 @@ def test_the_preregistration_loads_with_targets_from_a_pilot(tmp_path):
         bad = tmp_path / "bad.yaml"
         bad.write_text(yaml.safe_dump({**data, **change}))
         with pytest.raises(PreregError, match=message):
-            load_prereg(bad)
+            load(bad)
 
 
 def test_the_pilot_rule_fixes_the_targets():
-    rule = load_prereg(est.PREREG).pilot_rule
+    rule = load(est.PREREG).pilot_rule
     assert rule is not None
     d = pt.decide(rule, pilot_result(8, 20))  # 0.2 -> 0.5: 12 gained, none lost
     assert d.passed and d.reasons(rule) == [] and d.vs_start.gained == 12 and d.vs_start.p == pytest.approx(2 / 2**12)
@@ -106,7 +106,7 @@ def test_the_pilot_rule_fixes_the_targets():
     ],
 )
 def test_the_gate_fails_and_writes_no_targets(tmp_path, start, final, lost, in_range, learned, why):
-    prereg = load_prereg(est.PREREG)
+    prereg = load(est.PREREG)
     d = pt.decide(prereg.pilot_rule, pilot_result(start, final, lost=lost))
     assert (d.start_in_range, d.learned, d.passed) == (in_range, learned, False)
     assert why in " ".join(d.reasons(prereg.pilot_rule))
@@ -118,7 +118,7 @@ def test_the_gate_fails_and_writes_no_targets(tmp_path, start, final, lost, in_r
 
 
 def test_the_targets_file_round_trips_and_is_checked(tmp_path):
-    prereg = load_prereg(est.PREREG)
+    prereg = load(est.PREREG)
     path = tmp_path / pt.targets_name(prereg)
     assert path.name == "grpo_efficiency_single_turn_v1_targets.yaml"
     assert pt.write_targets(path, prereg, tmp_path / "pilot.json", pilot_result(8, 20), short=False).passed
@@ -132,7 +132,7 @@ def test_the_targets_file_round_trips_and_is_checked(tmp_path):
     other = tmp_path / "other.yaml"
     other.write_text(est.PREREG.read_text() + "# edited\n")
     with pytest.raises(PreregError, match="another pre-registration"):
-        pt.read_targets(load_prereg(other), path)
+        pt.read_targets(load(other), path)
     pt.write_smoke_targets(path, prereg, "no pilot")
     with pytest.raises(PreregError, match="smoke"):
         pt.read_targets(prereg, path)
@@ -145,7 +145,7 @@ def test_run_refuses_without_committed_targets(tmp_path):
     with pytest.raises(SystemExit, match=r"no targets at .*grpo_efficiency_single_turn_v1_targets\.yaml"):
         est.main(["run", "--seed", "0", "--prereg", str(prereg_file)])
     targets = prereg_file.with_name("grpo_efficiency_single_turn_v1_targets.yaml")
-    pt.write_targets(targets, load_prereg(prereg_file), tmp_path / "pilot.json", pilot_result(8, 20), short=False)
+    pt.write_targets(targets, load(prereg_file), tmp_path / "pilot.json", pilot_result(8, 20), short=False)
     with pytest.raises(SystemExit, match="not committed"):  # outside the checkout: never committed
         est.main(["run", "--seed", "0", "--prereg", str(prereg_file)])
     with pytest.raises(SystemExit, match="not committed"):
@@ -176,7 +176,7 @@ def study(tmp_path, monkeypatch):
     def train(cmd):
         fake_ours(cmd, curves[Path(dict(c.split("=", 1) for c in cmd if "=" in c)["run_dir"]).name])
 
-    monkeypatch.setattr(v2, "train", train)
+    monkeypatch.setattr(arms, "train", train)
     multi = tmp_path / "grpo_efficiency_v2.json"
     multi.write_text(json.dumps(MULTI_TURN))
     monkeypatch.setattr(est, "MULTI_TURN", multi)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import yaml
 
-from experiments import format_grid as study
+from experiments.format_grid import study
 
 STATS = {"bootstrap": {"replicates": 400, "rng_seed": 0}, "informative_range": [0.1, 0.9],
          "pairwise": {"alpha": 0.05}}  # fmt: skip
@@ -35,19 +35,6 @@ def test_cell_statistics_by_hand():
     assert cell["verdict"] == "format-sensitive"
     assert study.cell_stats(CONFIGS, rows(4, 5, 6), STATS)["verdict"] == "not shown"  # 2 tasks gained: p 0.5
     assert study.cell_stats(CONFIGS, rows(0, 0, 1), STATS)["verdict"] == "near a bound"  # every accuracy < 0.1
-
-
-def test_the_preregistered_cells_are_commands_tooluse_eval_takes():
-    prereg = yaml.safe_load(study.PREREG.read_text())
-    from tooluse_agents.cli.eval import build_parser
-
-    parser = build_parser()
-    for name, cell in prereg["cells"].items():
-        argv = study.command(prereg, cell, study.ROOT / "runs" / name)[2:]  # after `tooluse eval`
-        parsed = parser.parse_args(argv)
-        assert parsed.model == cell["model"] and parsed.seeds == [prereg["seed"]] and parsed.vary
-        assert parsed.prompt_format[0] == prereg["base"]
-    assert len(study.TASK_SETS["bfcl_grid_every_10th"]()) == 20
 
 
 def test_a_checkout_without_the_run_folders_keeps_the_committed_cells(tmp_path, monkeypatch):

@@ -6,9 +6,8 @@ import json
 
 import numpy as np
 import pytest
-import yaml
 
-from experiments import seed_stability as study
+from experiments.seed_stability import study
 
 STATS = {"bootstrap": {"replicates": 400, "rng_seed": 0}, "informative_range": [0.1, 0.9],
          "finding": {"cells": ["multi", "single"]}}  # fmt: skip
@@ -53,14 +52,3 @@ def test_rewards_wait_for_every_seed_of_every_task(tmp_path):
     assert tasks == ["t0", "t1", "t2"] and m.tolist() == [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]
     assert study.rewards(tmp_path, [0, 1, 2]) is None  # seed 2 not played yet
     assert study.rewards(tmp_path / "missing", [0]) is None
-
-
-def test_the_preregistered_cells_are_commands_tooluse_eval_takes():
-    prereg = yaml.safe_load(study.PREREG.read_text())
-    from tooluse_agents.cli.eval import build_parser
-
-    parser = build_parser()
-    for name, cell in prereg["cells"].items():
-        argv = study.command(prereg, cell, study.ROOT / "runs" / name)[2:]  # after `tooluse eval`
-        parsed = parser.parse_args(argv)
-        assert parsed.seeds == prereg["seeds"] and parsed.model == cell["model"]

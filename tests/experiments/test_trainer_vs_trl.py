@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments import efficiency_v2 as v2
-from experiments import start_eval, trl_report
-from experiments import trainer_vs_trl as tvt
-from experiments.prereg import ROOT, load_prereg
-from experiments.trl_arm import AS_TRL, ArmRun, grpo_settings
-from experiments.trl_clock import Limits, RolloutMeter, StepRollouts, TrainingClock, step_end, step_row
+from experiments.framework import arms, start_eval
+from experiments.framework.provenance import ROOT
+from experiments.framework.study import load
+from experiments.trainer_vs_trl import study as tvt
+from experiments.trainer_vs_trl import trl_report
+from experiments.trainer_vs_trl.trl_arm import AS_TRL, ArmRun, grpo_settings
+from experiments.trainer_vs_trl.trl_clock import Limits, RolloutMeter, StepRollouts, TrainingClock, step_end, step_row
 from tooluse_agents.runs.runlog import RunFiles
 from tooluse_agents.train.grpo.config import load_config
 from tooluse_agents.train.grpo.schedule import simulate
@@ -116,7 +117,7 @@ def test_the_meter_and_the_step_row():
 
 
 def _config(overrides: list[str]):
-    prereg = load_prereg(tvt.PREREG)
+    prereg = load(tvt.PREREG)
     return load_config(ROOT / prereg.base_config, [*prereg.common, *overrides, *AS_TRL])
 
 
@@ -155,7 +156,7 @@ def test_trl_settings_are_the_preregistered_table(tmp_path):
     assert {k: s[k] for k in table} == table
     assert grpo_settings(config, "vllm_colocate", tmp_path)["vllm_mode"] == "colocate"
     with pytest.raises(ValueError, match="update_size"):
-        grpo_settings(load_config(ROOT / load_prereg(tvt.PREREG).base_config, []), "hf_generate", tmp_path)
+        grpo_settings(load_config(ROOT / load(tvt.PREREG).base_config, []), "hf_generate", tmp_path)
 
 
 def test_trl_settings_on_a_gpu_and_in_micro_batches(tmp_path):
@@ -182,7 +183,7 @@ class FakeMeter:
 
 
 def drive_trl_arm(cmd: list[str], curve: dict[int, int], step_s: float = 60.0) -> None:
-    """A stand-in for ``python -m experiments.trl_arm``: `ArmRun` driven as TRL's callback drives it,
+    """A stand-in for ``python -m experiments.trainer_vs_trl.trl_arm``: `ArmRun` driven as TRL's callback drives it,
     with a fake clock (each step `step_s`), a fake evaluator (each evaluation takes 100 s of wall
     time, and after step s gets the first curve[s] prompts right) and the run folder written for real."""
     sets = [c for c in cmd if "=" in c and not c.startswith("-")]
@@ -255,16 +256,16 @@ def test_run_and_report_with_fake_trainers(prereg_file, tmp_path, monkeypatch):
     def train(cmd):
         calls.append(cmd)
         arm = Path(dict(c.split("=", 1) for c in cmd if "=" in c)["run_dir"]).name
-        (drive_trl_arm if "experiments.trl_arm" in cmd else fake_ours)(cmd, curves[arm])
+        (drive_trl_arm if "experiments.trainer_vs_trl.trl_arm" in cmd else fake_ours)(cmd, curves[arm])
 
-    monkeypatch.setattr(v2, "train", train)
+    monkeypatch.setattr(arms, "train", train)
     model = tmp_path / "model"
     model.mkdir()
     (model / "w").write_text("x")
     out = tmp_path / "out"
     common = ["--prereg", str(prereg_file), "--short", "--out", str(out)]
     assert tvt.main(["run", *common, "--start-model", str(model), "--budget-s", "300", "--eval-every-s", "100"]) == 0
-    assert [c[c.index("-m") + 1] for c in calls] == [v2.TRAINER, v2.TRAINER, tvt.TRL_ARM]
+    assert [c[c.index("-m") + 1] for c in calls] == [arms.TRAINER, arms.TRAINER, tvt.TRL_ARM]
     assert calls[2][-2:] == ["--backend", "hf_generate"]  # no pilot in a smoke folder: the default
     results = {a: json.loads((out / "results" / f"seed0_{a}.json").read_text()) for a in curves}
     trl = results["trl"]
@@ -333,8 +334,8 @@ def test_the_pilot_picks_what_completed_and_records_what_failed(prereg_file, tmp
     assert not failed["completed"] and failed["error"]["type"] == "ValueError" and failed["median_step_s"] is None
     assert done["completed"] and done["step_s"] == [40.0, 30.0, 40.0] and done["median_step_s"] == 40.0
     assert tvt.choose([{**done, "median_step_s": 50.0}, {**done, "backend": "x", "median_step_s": 45.0}]) == "x"
-    prereg = load_prereg(prereg_file)
-    short = v2.settings_for(tvt.parse_args(["run", *common]), prereg, tvt.PATHS)
+    prereg = load(prereg_file)
+    short = arms.settings_for(tvt.parse_args(["run", *common]), prereg, tvt.PATHS)
     assert tvt.chosen_backend(prereg, short)[0] == "hf_generate"
     study = short.__class__(**{**short.__dict__, "short": False})
     with pytest.raises(SystemExit, match="smoke run"):  # a smoke run's pilot cannot fix the study's backend

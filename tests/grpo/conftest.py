@@ -26,7 +26,7 @@ def tiny_model(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def check_model(tmp_path_factory):
-    """The distributed check's model (`experiments.check_model`)."""
-    from experiments.check_model import build
+    """The distributed check's model (`experiments.tools.check_model`)."""
+    from experiments.tools.check_model import build
 
     return _built(build, tmp_path_factory.mktemp("check") / "model")

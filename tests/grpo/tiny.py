@@ -45,7 +45,7 @@ def build_tiny_model(folder: Path, target_prob: float = 0.4) -> Path:
     """Save the taught tiny model and the tokenizer to `folder`; returns it."""
     from transformers import AutoTokenizer
 
-    from experiments.check_model import teach
+    from experiments.tools.check_model import teach
     from tooluse_agents.models.resolve import resolve_model, tiny_llama
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))

@@ -179,7 +179,7 @@ def test_ppo_learns_above_random_on_a_small_task_set():
     pytest.importorskip("stable_baselines3")
     import torch
 
-    from experiments.sb3_baselines import model_policy, train_model
+    from experiments.tools.sb3_baselines import model_policy, train_model
 
     torch.set_num_threads(1)
     tasks = TASKS[:2]
@@ -193,7 +193,7 @@ def test_ppo_learns_above_random_on_a_small_task_set():
 
 def test_the_sb3_driver_plays_its_policies_through_the_one_rollout_loop():
     pytest.importorskip("stable_baselines3")
-    from experiments.sb3_baselines import PolicyAgent, play
+    from experiments.tools.sb3_baselines import PolicyAgent, play
 
     envs: list[CandidateActions] = []
 

@@ -1,0 +1,320 @@
+"""The benchmarks' tables and lines of the README and the pages, from ``benchmarks/results/*.json``.
+
+Speed measured as ratios against a reference in the same run (env, rollouts, dtype, the env server,
+single-turn), the known-issues registry, and `make run`'s first-run table. The studies' tables are
+in `result_tables`.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from typing import Any
+
+from pages_common import ROOT, _load, _not_measured, _table
+
+
+def env_speed_table() -> str:
+    name = "env_throughput.json"
+    data = _load(name)
+    if data is None:
+        return _not_measured(name, "make bench")
+    rows = []
+    decoders = data["decoders"]
+    official = next(iter(decoders.values()))["official_ms"]
+    rows.append(["", "bfcl_eval execute + multi_turn_checker", f"{official:.2f}", "1.00×"])
+    for decoder, d in decoders.items():
+        rows.append(
+            [f"`{decoder}`", "first play of each task", f"{d['first_play_ms']:.2f}", f"{d['first_play_ratio']:.2f}×"]
+        )
+        rows.append(
+            [
+                f"`{decoder}`",
+                "repeat play (multi-seed evaluation, GRPO groups)",
+                f"{d['repeat_play_ms']:.2f}",
+                f"{d['repeat_play_ratio']:.2f}×",
+            ]
+        )
+    m = data["machine"]
+    return (
+        _table(["decoder", "path", "ms / episode", "official / ours"], rows)
+        + f"\n{data['episodes']} ground-truth episodes, median of {data['passes']} passes; "
+        + f"{m['cpu_model']}, Python {m['python']}, bfcl-eval {m['bfcl_eval']} "
+        + f"(`benchmarks/results/{name}`).\n"
+    )
+
+
+def rollout_schedule_table() -> str:
+    name = "rollout_schedule.json"
+    data = _load(name)
+    if data is None:
+        return _not_measured(name, "python benchmarks/rollout_schedule.py")
+
+    def in_flight(w: dict[str, Any], schedule: str) -> str:
+        values = sorted(
+            p["mean_in_flight"]
+            for p in w.get("passes", [])
+            if p["schedule"] == schedule and p.get("mean_in_flight") is not None
+        )
+        return f"{statistics.median(values):.1f}" if values else "-"
+
+    rows = []
+    for part, label in (("vllm_in_process", "vLLM in process"), ("openai_server", "OpenAI agent -> tooluse-serve")):
+        for workload, w in (data.get(part) or {}).items():
+            rows.append(
+                [
+                    label,
+                    f"{workload} (max_tokens {w['max_tokens']})",
+                    f"{w['median_s']['lockstep']:.1f}",
+                    f"{w['median_s']['async']:.1f}",
+                    f"**{w['ratio_lockstep_over_async']:.2f}×**",
+                    f"{in_flight(w, 'lockstep')} / {in_flight(w, 'async')}",
+                    f"{w['identical_episode_fraction_min']:.0%}",
+                ]
+            )
+    s, m = data["settings"], data["machine"]
+    header = [
+        "backend",
+        "workload",
+        "lockstep (s, median)",
+        "async (s, median)",
+        "lockstep / async",
+        "requests in flight (lockstep / async)",
+        "identical episodes",
+    ]
+    return (
+        _table(header, rows)
+        + f"\n{s['episodes']} episodes ({s['tasks']}), {s['num_envs']} envs, {s['reps']} reps, {s['dtype']}, "
+        + f"temperature {s['temperature']}; {m['cpu_model']}, Python {m['python']}; `{data['command'].strip()}` "
+        + f"at `{data['commit'][:7]}` (`benchmarks/results/{name}`).\n"
+    )
+
+
+def dtype_cpu_table() -> str:
+    name = "dtype_cpu.json"
+    data = _load(name)
+    if data is None:
+        return _not_measured(name, "python benchmarks/dtype_cpu.py")
+    r, u, ratio = data["rollouts"], data["update_1000_tokens"], data["bf16_over_fp32"]
+    rows = []
+    for dtype in ("float32", "bfloat16"):
+        rows.append(
+            [
+                f"`{dtype}`",
+                f"{r[dtype]['one_at_a_time']['tok_per_s']:.1f}",
+                f"{r[dtype]['batched']['tok_per_s']:.1f}",
+                f"{u[dtype]['forward_s']:.2f} + {u[dtype]['backward_s']:.2f}",
+            ]
+        )
+    rows.append(
+        [
+            "bf16 / fp32 (speed)",
+            f"{ratio['rollouts_one_at_a_time']:.2f}×",
+            f"{ratio['rollouts_batched']:.2f}×",
+            f"{ratio['update_speed']:.2f}×",
+        ]
+    )
+    m = data["machine"]
+    flags = ", ".join(m["bf16_flags"]) or "none"
+    return (
+        _table(
+            [
+                "dtype",
+                "rollouts one at a time (tok/s)",
+                f"rollouts batched, {r['float32']['batched']['num_envs']} envs (tok/s)",
+                "update of 1,000 tokens: forward + backward (s)",
+            ],
+            rows,
+        )
+        + f"\n{m['cpu_model']} (bf16 flags: {flags}); `dtype: auto` resolved to `{data['auto_resolves_to']}` when this "
+        + "was measured. "
+        + f"`{data['command'].strip()}` at `{data['commit'][:7]}` (`benchmarks/results/{name}`).\n"
+    )
+
+
+def known_issues_table() -> str:
+    path = ROOT / "tooluse_gym" / "tasks" / "bfcl_known_issues.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    entries, left_out = data.get("entries", []), data.get("left_out", [])
+    by_summary: dict[tuple[str, str], list[str]] = {}
+    for entry in entries:
+        by_summary.setdefault((entry["kind"], entry["summary"]), []).append(entry["task_id"])
+    rows = [[", ".join(f"`{t}`" for t in ids), f"`{kind}`", summary] for (kind, summary), ids in by_summary.items()]
+    return (
+        f"Registry version `{data.get('version')}` (for bfcl-eval `{data.get('bfcl_version')}`): "
+        f"{len(entries)} entries, {len(left_out)} reports checked and left out "
+        f"(`tooluse_gym/tasks/bfcl_known_issues.json`).\n\n"
+        + _table(["tasks", "kind", "why"], rows)
+        + "\nLeft out:\n\n"
+        + _table(["task", "why not"], [[f"`{e['task_id']}`", e["reason"]] for e in left_out])
+    )
+
+
+def speed_summary() -> str:
+    """One line per speed measurement, for the README (the tables are on the results page)."""
+    lines = []
+    env = _load("env_throughput.json")
+    if env is None:
+        lines.append("- Env speed against bfcl_eval: " + _not_measured("env_throughput.json", "make bench").strip())
+    else:
+        official = next(iter(env["decoders"].values()))["official_ms"]
+        parts = [
+            f"`{name}` decoder {d['first_play_ratio']:.2f}× first play / {d['repeat_play_ratio']:.2f}× repeat play"
+            for name, d in env["decoders"].items()
+        ]
+        lines.append(
+            f"- Env speed against bfcl_eval's executor + `multi_turn_checker` ({official:.2f} ms an episode, same "
+            f"process, all {env['episodes']} ground-truth episodes): {', '.join(parts)} (`env_throughput.json`)."
+        )
+    schedule = _load("rollout_schedule.json")
+    if schedule is None:
+        lines.append(
+            "- Async against lockstep rollouts: "
+            + _not_measured("rollout_schedule.json", "python benchmarks/rollout_schedule.py").strip()
+        )
+    else:
+        parts = []
+        for part, label in (("vllm_in_process", "vLLM in process"), ("openai_server", "against `tooluse-serve`")):
+            workloads = schedule.get(part) or {}
+            if workloads:
+                ratios = " / ".join(f"{w['ratio_lockstep_over_async']:.2f}×" for w in workloads.values())
+                parts.append(f"{ratios} {label}")
+        names = " / ".join(next((schedule.get(p) for p in ("vllm_in_process", "openai_server") if schedule.get(p)), {}))
+        same = min(
+            w["identical_episode_fraction_min"]
+            for p in ("vllm_in_process", "openai_server")
+            for w in (schedule.get(p) or {}).values()
+        )
+        lines.append(
+            f"- Async against lockstep rollouts (lockstep time / async time, {names} messages): {', '.join(parts)}; "
+            f"{same:.0%} of episodes identical under both (`rollout_schedule.json`)."
+        )
+    dtype = _load("dtype_cpu.json")
+    if dtype is None:
+        lines.append(
+            "- bf16 against fp32 on a CPU: " + _not_measured("dtype_cpu.json", "python benchmarks/dtype_cpu.py").strip()
+        )
+    else:
+        r = dtype["bf16_over_fp32"]
+        flags = ", ".join(dtype["machine"]["bf16_flags"]) or "no bf16 flags"
+        lines.append(
+            f"- bf16 against fp32 on this CPU ({dtype['machine']['cpu_model']}, {flags}): "
+            f"{r['rollouts_one_at_a_time']:.2f}× vLLM rollouts one at a time, {r['rollouts_batched']:.2f}× batched, "
+            f"{r['update_speed']:.2f}× a 1,000-token update (`dtype_cpu.json`)."
+        )
+    return "\n".join(lines) + "\n" + single_turn_speed_line()
+
+
+def env_server_table() -> str:
+    """`tooluse serve-env` under load (per number of sessions) and the fault checks, from env_server.json."""
+    name = "env_server.json"
+    data = _load(name)
+    if data is None:
+        return _not_measured(name, "python -m benchmarks.env_server --write")
+    rows = []
+    for r in data["levels"]:
+        v = r["verdicts"]
+        rows.append(
+            [
+                str(r["sessions"]),
+                f"{r['wire_episodes_per_s']:,.1f}",
+                f"{r['in_process_episodes_per_s']:,.1f}",
+                f"**{r['ratio_wire_over_in_process']:.2f}×**",
+                f"{r['step_latency_ms']['p50']:.2f} / {r['step_latency_ms']['p99']:.2f}",
+                f"{r['memory']['per_session_kib']:,.0f}",
+                f"{v['equal']} / {v['episodes']} (lost {v['lost']}, crossed {v['crossed']})",
+            ]
+        )
+    header = [
+        "sessions",
+        "episodes/s over the wire",
+        "episodes/s in-process",
+        "wire / in-process",
+        "step latency p50 / p99 (ms)",
+        "memory per session (KiB)",
+        "verdicts equal to in-process",
+    ]
+    checks = data["fault_checks"]
+    d = data["faults"]["disconnects"]
+    failed = [k for k, ok in checks.items() if not ok]
+    s, m = data["settings"], data["machine"]
+    return (
+        _table(header, rows)
+        + f"\nFaults: {len(checks) - len(failed)} of {len(checks)} checks pass"
+        + (f" (failed: {', '.join(f'`{k}`' for k in failed)})" if failed else "")
+        + f"; {d['clients']:,} clients that left mid-episode were all freed (open sessions after each wave: "
+        + f"{', '.join(map(str, d['open_sessions_after_each_wave']))}, the bystander); memory growth over the "
+        + f"last third of them {d['growth_kib_per_client_last_third']:.2f} KiB a client. "
+        + f"{s['episodes_per_level']} oracle episodes a level; {m['cpu_model']}, {m['cpu_count']} CPUs, "
+        + f"Python {m['python']}; `{data['command'].strip()}` at `{data['commit'][:7]}` "
+        + f"(`benchmarks/results/{name}`).\n"
+    )
+
+
+def single_turn_speed_table() -> str:
+    """Time per entry: ours (a whole episode, and decode + check alone) against bfcl_eval's functions."""
+    name = "single_turn_throughput.json"
+    data = _load(name)
+    if data is None:
+        return _not_measured(name, "python -m benchmarks.single_turn_throughput --write")
+    rows = [
+        [
+            f"`{fmt}`",
+            f"{r['entries']:,}",
+            f"{r['official_ms']:.3f}",
+            f"{r['core_ms']:.3f}",
+            f"**{r['core_ratio']:.2f}×**",
+            f"{r['ours_ms']:.3f}",
+            f"**{r['ratio']:.2f}×**",
+        ]
+        for fmt, r in data["formats"].items()
+    ]
+    header = [
+        "decoder",
+        "entries",
+        "bfcl_eval decode + check (ms)",
+        "ours, decode + check (ms)",
+        "ratio",
+        "ours, whole episode (ms)",
+        "ratio",
+    ]
+    m, git = data["machine"], data["git"]
+    return (
+        _table(header, rows)
+        + f"\nRatio: bfcl_eval's time / ours, median of {data['passes']} passes; every entry valid on both sides "
+        + f"in every pass. {m['cpu_model']}, Python {m['python']}, bfcl-eval {m['bfcl_eval']}, at "
+        + f"`{(git['commit'] or '?')[:7]}` (`benchmarks/results/{name}`).\n"
+    )
+
+
+def single_turn_speed_line() -> str:
+    """The README's speed line for single-turn scoring."""
+    data = _load("single_turn_throughput.json")
+    if data is None:
+        return ""
+    parts = [
+        f"`{fmt}` decoder {r['core_ratio']:.2f}× decode + check, {r['ratio']:.2f}× a whole episode"
+        for fmt, r in data["formats"].items()
+    ]
+    entries = max(r["entries"] for r in data["formats"].values())
+    return (
+        f"- Single-turn scoring against bfcl_eval's `decode_ast` + `ast_checker` (all {entries:,} entries): "
+        f"{', '.join(parts)} (`single_turn_throughput.json`).\n"
+    )
+
+
+def first_run_table() -> str:
+    """`make run`'s table (model x benchmark x template), from first_run.json: the run's results.json as recorded."""
+    from tooluse_agents.eval.table import table_markdown
+
+    name = "first_run.json"
+    data = _load(name)
+    if data is None:
+        return _not_measured(name, "python -m experiments.tools.record_first_run")
+    run = data["recorded"]
+    return (
+        table_markdown(data)
+        + f"\n`make run` from a fresh clone: {run['wall_s'] / 60:.1f} min, setup included "
+        + f"({run['setup_s'] / 60:.1f} min of it); {run['machine']['cpu_model']}, {run['machine']['cpu_count']} CPUs; "
+        + f"commit `{run['commit'][:7]}` (`benchmarks/results/{name}`).\n"
+    )

@@ -1,0 +1,1 @@
+"""The GRPO efficiency study v2 on multi-turn tasks (pre-registered; `study` holds its rules)."""

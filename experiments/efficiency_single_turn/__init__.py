@@ -1,0 +1,1 @@
+"""Study B: GRPO efficiency on single-turn tasks (pre-registered; `study` holds its rules)."""

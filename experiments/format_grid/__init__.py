@@ -1,0 +1,1 @@
+"""The single-turn prompt-format grid (pre-registered; `study` holds its rules)."""

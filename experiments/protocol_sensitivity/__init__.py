@@ -1,0 +1,1 @@
+"""Protocol sensitivity: one knob at a time (pre-registered; `study` holds its rules)."""

@@ -1,0 +1,1 @@
+"""Seed stability, single-turn against multi-turn (pre-registered; `study` holds its rules)."""
