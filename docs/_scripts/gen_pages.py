@@ -38,6 +38,7 @@ from benchmark_pages import (
     single_turn_speed_table,
     speed_summary,
 )
+from layout import layout_block
 from pages_common import DOCS, ROOT, _code, _table
 from result_tables import (
     SINGLE_TURN,
@@ -252,6 +253,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "known-issues": known_issues_table,
     "protocol-sensitivity": protocol_sensitivity_table,
     "first-run": first_run_table,
+    "layout": layout_block,
     "protocol-sensitivity-page": protocol_sensitivity_page,
 }
 
