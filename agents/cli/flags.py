@@ -203,7 +203,7 @@ def _add(
             continue
         if isinstance(hint, type) and dataclasses.is_dataclass(hint):
             if name not in flatten:
-                raise TypeError(f"{cls.__name__}.{name}: a {hint.__name__} field: flatten or skip it")
+                raise TypeError(f"{cls.__name__}.{name} ({hint.__name__} settings): flatten or skip it")
             _add(parser, hint, flags, flatten, skip, knobs, prefix=f"{prefix}{name}.")
             continue
         kwargs = {"help": _help_text(docs.get(name, "")), **_kwargs(cls, name, hint), "default": _default(field)}
