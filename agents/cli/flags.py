@@ -5,7 +5,7 @@ A command describes its settings once, as the frozen dataclass the one config lo
 
     parser = argparse.ArgumentParser(prog="tooluse sft", formatter_class=DefaultsHelpFormatter)
     add_config_source(parser, "SFTConfig", examples="epochs=2, protocol.template=context")
-    add_config_flags(parser, SFTConfig, knobs={"defaults": TRAIN_PROTOCOL})
+    add_config_flags(parser, SFTConfig, skip=("lora",), knobs={"defaults": TRAIN_PROTOCOL})
     args = parser.parse_args(argv)
     config = load(SFTConfig, args.config, args.overrides, given=given_config(args))
 
@@ -21,6 +21,11 @@ entry of ``flags``.
 
 The flags remember being given, so the values a command line gave (`given_config`) win over the
 config file even when they equal the default, and a flag left out leaves the file's value.
+
+The parsers stay plain argparse ones, built by this small generator rather than by a library that
+owns parsing (tyro, say): `--help`, the generated command-line reference and the ``KEY=VALUE``
+items all read argparse parsers, and merging a file, the flags and the overrides stays the one
+loader's job.
 """
 
 from __future__ import annotations
