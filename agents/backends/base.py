@@ -21,8 +21,8 @@ class SamplingConfig:
     """How every backend samples.
 
     Attributes:
-        temperature: 0 means greedy.
-        top_p: Nucleus sampling mass.
+        temperature: Sampling temperature; 0: greedy.
+        top_p: Nucleus sampling mass, in (0, 1].
         max_tokens: Most tokens generated per assistant message.
     """
 

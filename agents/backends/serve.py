@@ -34,9 +34,11 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from tooluse_agents.backends.dtypes import native_bf16
+from tooluse_agents.cli.config_loader import load
+from tooluse_agents.cli.flags import DefaultsHelpFormatter, add_config_flags, given_config
 
 GiB = 1024**3
 KV_CACHE_FRACTION = 0.25
@@ -54,15 +56,16 @@ class ServeConfig:
 
     Attributes:
         model: ``smollm2-135m``, a local model folder, or a hub id in the local cache.
-        served_model_name: The name clients ask for (default: `model` as given).
-        host: Address to listen on (loopback by default: the server has no authentication).
+        served_model_name: The name clients pass as their ``model`` (default: `model` as given).
+        host: Address to listen on; loopback only unless changed, as the server has no authentication.
         port: Port to listen on.
         dtype: Weights and activations dtype (default: bf16 on CPUs with native bf16, else fp32;
             on a GPU the model's own).
-        max_model_len: Context length (default on a CPU: the model's, at most `CPU_MAX_MODEL_LEN`;
+        max_model_len: Context length (default on a CPU: the model's, at most 8192, `CPU_MAX_MODEL_LEN`;
             on a GPU: the model's).
         seed: vLLM's global seed (requests with a ``seed`` get their own generator anyway).
-        tool_call_parser: vLLM tool parser for ``tool_choice: auto`` (None: no tool-call parsing).
+        tool_call_parser: vLLM's tool parser for ``tool_choice: auto`` (None, ``none`` on the command line:
+            no tool-call parsing).
         extra: Arguments appended to vLLM's command line.
     """
 
@@ -228,23 +231,22 @@ def model_context(model_path: str) -> int | None:
     return int(value) if value else None
 
 
+_FLAGS: dict[str, dict[str, Any]] = {
+    "model": {"name": "model"},
+    "dtype": {"choices": ("auto", "float32", "bfloat16", "float16")},
+}
+"""What `tooluse serve`'s flags add to the ones `ServeConfig`'s fields make (MODEL is a positional)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The `tooluse serve` arguments."""
-    p = argparse.ArgumentParser(
-        prog="tooluse serve", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    p.add_argument("model", help="smollm2-135m, a local model folder, or a hub id in the local cache")
-    p.add_argument("--served-model-name", help="the name clients pass as --model (default: MODEL as given)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto")
-    p.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"))
+    """The `tooluse serve` arguments: `ServeConfig`'s fields (vLLM's own flags come after ``--``)."""
+    p = argparse.ArgumentParser(prog="tooluse serve", description=__doc__, formatter_class=DefaultsHelpFormatter)
+    add_config_flags(p, ServeConfig, flags=_FLAGS, skip=("extra",))
     p.add_argument(
-        "--max-model-len", type=int, help=f"context length (CPU default: the model's, <= {CPU_MAX_MODEL_LEN})"
-    )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--tool-call-parser", default="hermes", help="vLLM's parser for tool_choice auto; 'none' turns it off"
+        "--device",
+        choices=("auto", "cpu", "gpu"),
+        default="auto",
+        help="where vLLM runs (auto: a GPU when CUDA is there)",
     )
     p.add_argument("--dry-run", action="store_true", help="print the command and its environment, start nothing")
     return p
@@ -264,17 +266,10 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    config = ServeConfig(
-        model=args.model,
-        served_model_name=args.served_model_name,
-        host=args.host,
-        port=args.port,
-        dtype=args.dtype,
-        max_model_len=args.max_model_len,
-        seed=args.seed,
-        tool_call_parser=None if args.tool_call_parser == "none" else args.tool_call_parser,
-        extra=tuple(extra),
-    )
+    given = given_config(args)
+    if given.get("tool_call_parser") == "none":
+        given["tool_call_parser"] = None
+    config = load(ServeConfig, given={**given, "extra": extra})
     from tooluse_agents.models.resolve import resolve_model
 
     path = resolve_model(args.model)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import os
 import shlex
 import sys
@@ -22,9 +21,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tooluse_agents.backends.base import SamplingConfig
 from tooluse_agents.backends.dtypes import DTYPE_HELP, DTYPES
 from tooluse_agents.cli.config_loader import load
+from tooluse_agents.cli.flags import DefaultsHelpFormatter, add_config_flags, add_config_source, given_config
 from tooluse_agents.eval.run import (
     AGENTS,
     EvalConfig,
@@ -39,98 +38,28 @@ from tooluse_agents.export.pipeline import export_bfcl
 from tooluse_agents.rollout.loop import SCHEDULES
 from tooluse_agents.runs.results import failure_banner, run_failed
 from tooluse_agents.runs.rundir import RunConflict
-from tooluse_gym.envs.flags import SWEPT, add_knob_flags, varies_by_env_id
-from tooluse_gym.envs.knobs import Knobs
+from tooluse_gym.envs.flags import SWEPT, varies_by_env_id
 from tooluse_gym.prompt_formats import expand as expand_prompt_formats
-from tooluse_gym.tasks.bfcl import CATEGORIES
-from tooluse_gym.tasks.bfcl_single_turn import CATEGORIES as SINGLE_TURN_CATEGORIES
-from tooluse_gym.tasks.bfcl_single_turn import GROUPS as SINGLE_TURN_GROUPS
 
-_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(EvalConfig)}
-_SAMPLING_DEFAULTS = SamplingConfig()
+_FLAGS: dict[str, dict[str, Any]] = {
+    "agent": {"choices": AGENTS},
+    "scenarios": {"metavar": "PATH"},
+    "schedule": {"choices": SCHEDULES},
+    "dtype": {"choices": DTYPES, "help": DTYPE_HELP},
+    "text_replies": {"choices": ("decode", "fc")},
+}
+"""What `tooluse eval run` and `sweep`'s flags add to the ones `EvalConfig`'s fields make."""
 
 
 def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
-    """`tooluse eval run` and `sweep`'s arguments; each setting's default is `EvalConfig`'s."""
-    p.add_argument(
-        "overrides",
-        nargs="*",
-        metavar="KEY=VALUE",
-        help="EvalConfig settings as dotted key=value, the value read as YAML (limit=2, seeds=[0,1], "
-        "sampling.temperature=0, protocol.template=context); they win over --config and the flags",
+    """`tooluse eval run` and `sweep`'s arguments: `EvalConfig`'s fields (its defaults), and the run folder's."""
+    add_config_source(
+        p,
+        "EvalConfig",
+        examples="limit=2, seeds=[0,1], sampling.temperature=0, protocol.template=context",
+        keys="agent, model, categories, seeds, protocol: {...}, sampling: {...}, num_envs...",
     )
-    p.add_argument(
-        "--config",
-        type=Path,
-        help="a YAML file of EvalConfig settings (agent, model, categories, seeds, protocol: {...}, sampling: "
-        "{...}, num_envs...); the flags given win over it, and a flag left out leaves its value",
-    )
-    p.add_argument(
-        "--agent",
-        choices=AGENTS,
-        help="required, here or in --config | oracle: replays the ground truth (checks the harness; needs no "
-        "model) | hf: transformers in this process | vllm: a vLLM engine in this process | openai: an "
-        "OpenAI-compatible server (--base-url)",
-    )
-    p.add_argument("--model", help="smollm2-135m, a local model folder, or a served model name")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint (openai agent)")
-    p.add_argument(
-        "--text-replies",
-        choices=("decode", "fc"),
-        default=_DEFAULTS["text_replies"],
-        help="openai agent, requests that carry tools: decode: a reply without structured calls is text the env "
-        "reads calls from | fc: it is a function-calling response with no calls, as BFCL's FC handlers read it",
-    )
-    p.add_argument(
-        "--scenarios", nargs="+", metavar="PATH", help="evaluate on scenario files or folders instead of BFCL"
-    )
-    p.add_argument(
-        "--categories",
-        nargs="+",
-        help=f"categories to evaluate: BFCL multi-turn ({', '.join(CATEGORIES)}; default: all of them) or BFCL "
-        f"single-turn ({', '.join(SINGLE_TURN_CATEGORIES)}, or the groups {', '.join(SINGLE_TURN_GROUPS)}); a run "
-        "holds one of the two (single-turn task ids in --task-ids need their categories here)",
-    )
-    p.add_argument("--limit", type=int, help="tasks per category, evenly spaced (default: all)")
-    p.add_argument("--task-ids", nargs="+", help="explicit task ids (overrides --categories/--limit)")
-    p.add_argument(
-        "--seeds",
-        nargs="+",
-        type=int,
-        default=list(_DEFAULTS["seeds"]),
-        help="one pass over the tasks per seed; a seed fixes all sampling",
-    )
-    add_knob_flags(p.add_argument_group("protocol knobs"), several=SWEPT if sweep else ())
-    p.add_argument(
-        "--temperature", type=float, default=_SAMPLING_DEFAULTS.temperature, help="sampling temperature; 0: greedy"
-    )
-    p.add_argument("--top-p", type=float, default=_SAMPLING_DEFAULTS.top_p, help="nucleus sampling mass, in (0, 1]")
-    p.add_argument(
-        "--max-tokens",
-        type=int,
-        default=_SAMPLING_DEFAULTS.max_tokens,
-        help="most tokens generated per assistant message",
-    )
-    p.add_argument(
-        "--num-envs",
-        type=int,
-        default=_DEFAULTS["num_envs"],
-        help="episodes played at once (the most requests in flight)",
-    )
-    p.add_argument(
-        "--schedule",
-        default=_DEFAULTS["schedule"],
-        choices=SCHEDULES,
-        help="async: each episode's next request is sent the moment its last one returns (vllm, openai, oracle) | "
-        "lockstep: every step waits for the whole batch (the hf agent's only way) | auto: async where possible",
-    )
-    p.add_argument("--dtype", default=_DEFAULTS["dtype"], choices=DTYPES, help=DTYPE_HELP)
-    p.add_argument(
-        "--tensor-parallel-size",
-        type=int,
-        default=_DEFAULTS["tensor_parallel_size"],
-        help="vllm agent: GPUs one engine spans (GPU only)",
-    )
+    add_config_flags(p, EvalConfig, flags=_FLAGS, flatten=("sampling",), knobs={"several": SWEPT if sweep else ()})
     p.add_argument(
         "--out",
         type=Path,
@@ -143,12 +72,6 @@ def _common(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     p.add_argument("--verbose", action="store_true", help="show the backends' INFO and WARNING lines")
 
 
-_SAMPLING = tuple(f.name for f in dataclasses.fields(SamplingConfig))
-_NOT_CONFIG = ("config", "overrides", "out", "force", "no_progress", "verbose", "vary", "change_seeds")
-"""The flags of `tooluse eval run` / `sweep` that are not `EvalConfig` settings."""
-_UNSET = object()
-
-
 def run_parser(command: str) -> argparse.ArgumentParser:
     """The parser of `tooluse eval run` or `sweep` on its own (so KEY=VALUE items may come between options)."""
     parser = argparse.ArgumentParser(prog=f"tooluse eval {command}", formatter_class=DefaultsHelpFormatter)
@@ -159,13 +82,13 @@ def run_parser(command: str) -> argparse.ArgumentParser:
 
 
 def parse_run_args(command: str, argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]:
-    """`tooluse eval run` / `sweep`'s arguments, and the flags the line gave (dest -> value; defaults left out)."""
+    """`tooluse eval run` / `sweep`'s arguments, and the `EvalConfig` values the line gave (nested by section).
+
+    A sweep's knobs given as flags are its grid (`_grid`), not part of the config.
+    """
     args = run_parser(command).parse_intermixed_args(argv)
     args.command = command
-    seen = run_parser(command)
-    seen.set_defaults(**dict.fromkeys(vars(args), _UNSET))
-    given = {k: v for k, v in vars(seen.parse_intermixed_args(argv)).items() if v is not _UNSET}
-    return args, given
+    return args, given_config(args, exclude=SWEPT if command == "sweep" else ())
 
 
 def eval_config(args: argparse.Namespace, given: Mapping[str, Any]) -> EvalConfig:
@@ -174,22 +97,10 @@ def eval_config(args: argparse.Namespace, given: Mapping[str, Any]) -> EvalConfi
     Read by the one config loader (`tooluse_agents.cli.config_loader.load`): a wrong type is an error
     naming the dotted key (``sampling.temperature: expected float, got 'hot'``), and the knobs set
     (``protocol:``, the knob flags) change the env id's defaults.
-
-    A sweep's knobs given as flags are its grid (`_grid`), not part of the config.
     """
-    swept = SWEPT if args.command == "sweep" else ()
-    flags: dict[str, Any] = {}
-    for name, value in given.items():
-        if name in _NOT_CONFIG or name in swept:
-            continue
-        section = "protocol" if name in Knobs.names() else "sampling" if name in _SAMPLING else None
-        if section is None:
-            flags[name] = value
-        else:
-            flags.setdefault(section, {})[name] = value
-    if "agent" not in flags and args.config is None and not any(o.startswith("agent=") for o in args.overrides):
+    if "agent" not in given and args.config is None and not any(o.startswith("agent=") for o in args.overrides):
         raise ValueError("the following arguments are required: --agent (or agent: in --config)")
-    return load(EvalConfig, args.config, args.overrides, given=flags)
+    return load(EvalConfig, args.config, args.overrides, given=given)
 
 
 def _grid(args: argparse.Namespace, config: EvalConfig) -> dict[str, list]:
@@ -235,21 +146,6 @@ def quiet_backends() -> Iterator[None]:
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = old
-
-
-class DefaultsHelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """`--help` that shows each option's default after its text, unless the text says it or there is none.
-
-    None, False and a suppressed default show nothing (an unset option); a list shows its items.
-    """
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        text = action.help or ""
-        default = action.default
-        if not action.option_strings or "default" in text or default in (None, False, argparse.SUPPRESS):
-            return text
-        shown = " ".join(map(str, default)) if isinstance(default, (list, tuple)) else str(default)
-        return f"{text} (default: {shown.replace('%', '%%')})".lstrip()
 
 
 def _sweep_flags(sweep: argparse.ArgumentParser) -> None:

@@ -28,6 +28,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from tooluse_agents.cli.flags import DefaultsHelpFormatter, add_config_source
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The `tooluse train` arguments."""
@@ -35,9 +37,16 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tooluse train",
         description=__doc__.split("\n")[0].strip("`: "),
         epilog="tooluse train prefilter --help: keep the prompts a stronger model solves (the paper's data recipe)",
+        formatter_class=DefaultsHelpFormatter,
     )
-    parser.add_argument("config", help="YAML config (see agents/train/grpo/configs/)")
-    parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides, e.g. grpo.group_size=4")
+    add_config_source(
+        parser,
+        "TrainConfig",
+        examples="seed=3, grpo.group_size=4, filter.enabled=false",
+        keys="see agents/train/grpo/configs/",
+        positional=True,
+        flags=False,
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--verbose", action="store_true", help="show the backends' INFO and WARNING lines")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
@@ -59,7 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.nproc > 1 and "WORLD_SIZE" not in os.environ and not args.print_config:
         flags = ["--no-progress"] * args.no_progress + ["--verbose"] * args.verbose
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}"]
-        os.execv(sys.executable, [*command, "-m", "tooluse_agents.cli.train", args.config, *args.overrides, *flags])
+        os.execv(
+            sys.executable, [*command, "-m", "tooluse_agents.cli.train", str(args.config), *args.overrides, *flags]
+        )
 
     from tooluse_agents.train.grpo.config import dump_config, load_config
 

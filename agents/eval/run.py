@@ -74,29 +74,38 @@ class EvalConfig:
     """One evaluation run.
 
     Attributes:
-        agent: ``oracle`` | ``hf`` | ``vllm`` | ``openai``.
-        model: Model name for the backend (``smollm2-135m``, a folder, a served model name).
-        base_url: Endpoint of an OpenAI-compatible server (``openai`` agent).
-        categories: Categories to evaluate (None: all of the task source's).
-        limit: Tasks per category, evenly spaced over the category (None: all).
+        agent: Which backend plays: ``oracle``: replays the ground truth (checks the harness; needs no model) |
+            ``hf``: transformers in this process | ``vllm``: a vLLM engine in this process | ``openai``: an
+            OpenAI-compatible server (`base_url`).
+        model: The model: ``smollm2-135m``, a local model folder, or a served model name.
+        base_url: OpenAI-compatible endpoint (``openai`` agent).
+        categories: Categories to evaluate: BFCL multi-turn (base, miss_func, miss_param, long_context; left
+            out: all of them) or BFCL single-turn (simple_python, simple_java, simple_javascript, multiple,
+            parallel, parallel_multiple, irrelevance, live_simple, live_multiple, live_parallel,
+            live_parallel_multiple, live_irrelevance, live_relevance, or the groups non_live, live,
+            single_turn); a run holds one of the two (single-turn task ids in `task_ids` need their
+            categories here).
+        limit: Tasks per category, evenly spaced over the category (left out: all).
         scenarios: Scenario files or folders to evaluate on (``ToolUse-Scenario-v0``) instead
             of BFCL (``ToolUse-MultiTurn-v0``).
         task_ids: Explicit task ids (overrides `categories` and `limit`).
-        seeds: One pass over the tasks per seed; the seed fixes every sampling call.
+        seeds: One pass over the tasks per seed; a seed fixes all sampling.
         protocol: The knobs (`Knobs`) the env is made with; left out: the env id's defaults
             (`tooluse_gym.envs.knobs.env_defaults`), e.g. ``decoder`` ``bfcl`` for BFCL and
             ``lenient`` for scenarios. ``env_defaults(config.env_id).with_defaults(...)`` changes some.
         sampling: Sampling settings.
         num_envs: Episodes played at once (the most requests in flight).
-        schedule: ``auto`` | ``async`` | ``lockstep`` (`tooluse_agents.rollout.loop`); never changes a verdict, so a
-            run may resume under another schedule. ``results.json`` records the one used.
+        schedule: How requests are sent (`tooluse_agents.rollout.loop`); it never changes a verdict, so a run
+            may resume under another schedule, and ``results.json`` records the one used. ``async``: each
+            episode's next request is sent the moment its last one returns (vllm, openai, oracle) |
+            ``lockstep``: every step waits for the whole batch (the hf agent's only way) | ``auto``: async
+            where possible.
         dtype: Model dtype for local backends; ``auto`` resolves by machine (`tooluse_agents.backends.dtypes`) and
             ``results.json`` records what it became.
-        tensor_parallel_size: GPUs the vLLM engine spreads the model over (GPU only).
-        text_replies: ``openai`` agent: a reply without structured calls to a request that carried
-            ``tools`` is text for the env to decode (``decode``, default) or a function-calling
-            response with no calls, as BFCL's FC handlers read it (``fc``;
-            `tooluse_agents.backends.openai_compat.OpenAIAgentConfig`).
+        tensor_parallel_size: ``vllm`` agent: GPUs one engine spreads the model over (GPU only).
+        text_replies: ``openai`` agent, requests that carry ``tools``: ``decode``: a reply without structured
+            calls is text the env reads calls from | ``fc``: it is a function-calling response with no
+            calls, as BFCL's FC handlers read it (`tooluse_agents.backends.openai_compat.OpenAIAgentConfig`).
     """
 
     agent: str

@@ -42,10 +42,10 @@ import tooluse_gym  # noqa: F401  (registers the environments)
 from tooluse_agents.backends.base import AgentRequest, Generation, SamplingConfig, chat_prompt
 from tooluse_agents.backends.oracle import OracleAgent
 from tooluse_agents.cli.config_loader import load
+from tooluse_agents.cli.flags import DefaultsHelpFormatter, add_config_flags, add_config_source, given_config
 from tooluse_agents.rollout.loop import RolloutJob, run_rollouts
 from tooluse_agents.train.settings import TRAIN_PROTOCOL, LoraSettings
 from tooluse_gym.envs import SCENARIO_ID
-from tooluse_gym.envs.flags import add_knob_flags, given_knobs
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.tasks.scenario import load_scenario_set
 
@@ -62,14 +62,15 @@ class SFTConfig:
             the ones the model will be evaluated and trained under.
         epochs: Passes over the examples (shuffled each epoch with `seed`).
         lr: AdamW learning rate, constant after `warmup_steps` of linear warm-up.
+        warmup_steps: Optimizer steps over which the learning rate rises linearly to `lr`.
         batch_size: Examples per optimizer step (gradients accumulated; the loss is the mean over
             the batch's completion tokens). Epochs shuffle tasks and keep a task's steps together.
-        max_grad_norm: Gradient clipping.
+        max_grad_norm: Gradient clipping: the most the gradient norm may be after clipping.
         detach_prompt: Run prompts without gradient (see the module docstring).
         limit: Use only the first `limit` scenarios (smoke runs and tests).
         save_epochs: Also save ``epoch_N/`` after every epoch (to pick the warm-start length).
         seed: Shuffling and torch seed.
-        threads: torch intra-op threads (None: torch's default).
+        threads: torch intra-op threads (left out: torch's default).
         lora: Train LoRA adapters (peft) instead of every weight; ``model/`` then holds only the
             adapter, saved in bfloat16 (a few MB: small enough to ship, as the package's
             ``smollm2-135m-warmstart`` does; `tooluse_agents.models.resolve`).
@@ -309,53 +310,26 @@ def _save(model: Any, tokenizer: Any, folder: Path, base: str | None = None) -> 
     scratch.rename(folder)
 
 
-_FLAGS = ("model", "scenarios", "out", "epochs", "lr", "batch_size", "limit", "seed", "threads")
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The `tooluse sft` arguments: a YAML config, flags and ``key=value`` overrides (defaults from `SFTConfig`)."""
-    defaults = SFTConfig()
-    parser = argparse.ArgumentParser(prog="tooluse sft", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "overrides",
-        nargs="*",
-        metavar="KEY=VALUE",
-        help="SFTConfig settings as dotted key=value, the value read as YAML (epochs=2, protocol.template=context); "
-        "they win over --config and the flags",
+    parser = argparse.ArgumentParser(
+        prog="tooluse sft", description=__doc__.splitlines()[0], formatter_class=DefaultsHelpFormatter
     )
-    parser.add_argument("--config", help="a YAML file of SFTConfig settings (the flags win over it)")
-    unset: dict[str, Any] = {"default": None}  # a flag left out leaves the file's value or the default
-    parser.add_argument("--model", **unset, help=f"starting model (default: {defaults.model})")
-    parser.add_argument("--scenarios", **unset, help=f"training scenarios (default: {defaults.scenarios})")
-    parser.add_argument("--out", **unset, help=f"run folder (default: {defaults.out})")
-    add_knob_flags(parser.add_argument_group("protocol knobs"), defaults=defaults.protocol)
-    parser.add_argument("--epochs", type=int, **unset, help=f"passes over the examples (default: {defaults.epochs})")
-    parser.add_argument("--lr", type=float, **unset, help=f"AdamW learning rate (default: {defaults.lr})")
-    parser.add_argument(
-        "--batch-size", type=int, **unset, help=f"examples per optimizer step (default: {defaults.batch_size})"
+    add_config_source(parser, "SFTConfig", examples="epochs=2, protocol.template=context")
+    full_backprop = {"name": "--full-backprop", "const": False, "default": None}
+    add_config_flags(
+        parser,
+        SFTConfig,
+        flags={"detach_prompt": {**full_backprop, "help": "back-propagate through the prompt too"}},
+        skip=("lora",),
+        knobs={"defaults": TRAIN_PROTOCOL},
     )
-    parser.add_argument("--limit", type=int, **unset, help="use only the first LIMIT scenarios")
-    parser.add_argument(
-        "--full-backprop",
-        action="store_const",
-        const=False,
-        dest="detach_prompt",
-        help="back-propagate through the prompt too",
-    )
-    parser.add_argument("--seed", type=int, **unset, help=f"shuffling and torch seed (default: {defaults.seed})")
-    parser.add_argument("--threads", type=int, **unset, help="torch intra-op threads (default: torch's)")
     return parser
 
 
 def config_from_args(namespace: argparse.Namespace) -> SFTConfig:
     """The run's `SFTConfig`: the defaults, then ``--config``, then the flags given, then the overrides."""
-    given: dict[str, Any] = {k: getattr(namespace, k) for k in _FLAGS if getattr(namespace, k) is not None}
-    if namespace.detach_prompt is not None:
-        given["detach_prompt"] = namespace.detach_prompt
-    knobs = given_knobs(namespace)
-    if knobs:
-        given["protocol"] = knobs
-    return load(SFTConfig, namespace.config, namespace.overrides, given=given)
+    return load(SFTConfig, namespace.config, namespace.overrides, given=given_config(namespace))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -497,3 +497,12 @@ def test_eval_run_plays_what_its_config_file_says(tmp_path, capsys):
     assert run("run", "--config", str(path), "sampling.max_tokens=many", "--out", str(tmp_path / "bad")) == 2
     assert "tooluse eval: error: sampling.max_tokens: expected int, got 'many'" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()
+
+
+def test_the_categories_help_names_every_category_and_group():
+    from tooluse_agents.cli.eval import run_parser
+    from tooluse_gym.tasks import bfcl, bfcl_single_turn
+
+    text = next(a for a in run_parser("run")._actions if a.dest == "categories").help or ""
+    names = (*bfcl.CATEGORIES, *bfcl_single_turn.CATEGORIES, *bfcl_single_turn.GROUPS)
+    assert [n for n in names if not re.search(rf"\b{n}\b", text)] == []

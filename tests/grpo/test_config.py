@@ -11,7 +11,7 @@ from tooluse_agents.cli.config_loader import from_dict
 from tooluse_agents.cli.train import main
 from tooluse_agents.train.grpo.config import TrainConfig, dump_config, load_config
 
-CONFIGS = sorted((Path(__file__).resolve().parents[2] / "agents" / "grpo" / "configs").glob("*.yaml"))
+CONFIGS = sorted((Path(__file__).resolve().parents[2] / "agents" / "train" / "grpo" / "configs").glob("*.yaml"))
 
 
 def test_overrides_are_typed_and_round_trip():

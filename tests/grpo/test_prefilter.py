@@ -15,7 +15,7 @@ from tooluse_agents.cli.train import main
 from tooluse_agents.train.grpo.prefilter import KeepList, kept_prompts, prefilter, read_keep_list, write_keep_list
 from tooluse_agents.train.grpo.tasks import prompts_for
 
-CHECK = Path(__file__).resolve().parents[2] / "agents" / "grpo" / "configs" / "cpu_distributed_check.yaml"
+CHECK = Path(__file__).resolve().parents[2] / "agents" / "train" / "grpo" / "configs" / "cpu_distributed_check.yaml"
 CHECK_PROMPTS = ["add_2_3@turn1", "mul_4_5@turn1", "add_3_4@turn1"]
 
 

@@ -34,6 +34,8 @@ import yaml
 
 from tooluse_agents.backends.dtypes import DTYPE_HELP, DTYPES
 from tooluse_agents.backends.factory import BACKENDS, BackendSpec, make_agent
+from tooluse_agents.cli.config_loader import load
+from tooluse_agents.cli.flags import DefaultsHelpFormatter, add_config_flags, add_config_source, given_config
 from tooluse_agents.runs.records import EpisodeRecord
 from tooluse_agents.train.grpo.advantages import ALL_CORRECT, ALL_WRONG, MIXED, group_outcome
 from tooluse_agents.train.grpo.config import TrainConfig, load_config
@@ -198,21 +200,59 @@ def kept_prompts(pool: TaskPool, keep_list: str | None, mode: str) -> TaskPool:
     return dataclasses.replace(pool, tasks=tasks)
 
 
+@dataclass(frozen=True, kw_only=True)
+class PrefilterConfig:
+    """What `tooluse train prefilter` plays the training config's prompts with, and what it writes.
+
+    Attributes:
+        agent: The backend that plays the prompts.
+        model: The (stronger) model: a local folder, a hub id, a served model name.
+        base_url: OpenAI-compatible endpoint (``openai`` agent).
+        dtype: Local backends' dtype (`tooluse_agents.backends.dtypes`).
+        samples: Rollouts per prompt (the paper: 8).
+        min_correct: Correct rollouts to keep a prompt (the paper: 1).
+        out: The keep list (``.yaml``, or ``.json``).
+        episodes: Also write every rollout's episode record (JSONL).
+    """
+
+    agent: str
+    model: str | None = None
+    base_url: str | None = None
+    dtype: str = "auto"
+    samples: int = 8
+    min_correct: int = 1
+    out: Path
+    episodes: Path | None = None
+
+    def backend(self) -> BackendSpec:
+        """The backend that plays (`make_agent` builds it)."""
+        return BackendSpec(backend=self.agent, model=self.model, base_url=self.base_url, dtype=self.dtype)
+
+
+_FLAGS: dict[str, dict[str, Any]] = {
+    "agent": {"choices": BACKENDS, "required": True},
+    "dtype": {"choices": DTYPES, "help": DTYPE_HELP},
+    "out": {"required": True},
+}
+"""What `tooluse train prefilter`'s flags add to the ones `PrefilterConfig`'s fields make."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The `tooluse train prefilter` arguments."""
+    """The `tooluse train prefilter` arguments: the training config, its overrides, and `PrefilterConfig`'s flags."""
     parser = argparse.ArgumentParser(
-        prog="tooluse train prefilter", description="keep the prompts a (stronger) model solves at least once"
+        prog="tooluse train prefilter",
+        description="keep the prompts a (stronger) model solves at least once",
+        formatter_class=DefaultsHelpFormatter,
     )
-    parser.add_argument("config", help="the training config whose prompts are filtered")
-    parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides of the config")
-    parser.add_argument("--agent", choices=BACKENDS, required=True)
-    parser.add_argument("--model", help="the (stronger) model: a local folder, a hub id, a served model name")
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (openai agent)")
-    parser.add_argument("--dtype", default="auto", choices=DTYPES, help=DTYPE_HELP)
-    parser.add_argument("--samples", type=int, default=8, help="rollouts per prompt (the paper: 8)")
-    parser.add_argument("--min-correct", type=int, default=1, help="correct rollouts to keep a prompt (the paper: 1)")
-    parser.add_argument("--out", type=Path, required=True, help="the keep list (.yaml, or .json)")
-    parser.add_argument("--episodes", type=Path, help="also write every rollout's episode record (JSONL)")
+    add_config_source(
+        parser,
+        "TrainConfig",
+        examples="seed=3, grpo.mode=next_turn",
+        keys="the training config whose prompts are filtered",
+        positional=True,
+        flags=False,
+    )
+    add_config_flags(parser, PrefilterConfig, flags=_FLAGS)
     return parser
 
 
@@ -223,25 +263,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         config = load_config(args.config, args.overrides)
-        agent = make_agent(BackendSpec(backend=args.agent, model=args.model, base_url=args.base_url, dtype=args.dtype))
+        settings = load(PrefilterConfig, given=given_config(args))
+        agent = make_agent(settings.backend())
     except (ValueError, TypeError, OSError) as e:
         print(f"tooluse train prefilter: {e}", file=sys.stderr)
         return 2
     records: list[EpisodeRecord] = []
     try:
-        keep = prefilter(config, agent, samples=args.samples, min_correct=args.min_correct, episodes=records)
+        keep = prefilter(config, agent, samples=settings.samples, min_correct=settings.min_correct, episodes=records)
     except ValueError as e:
         print(f"tooluse train prefilter: {e}", file=sys.stderr)
         return 2
     finally:
         agent.close()
-    write_keep_list(keep, args.out)
-    if args.episodes:
+    write_keep_list(keep, settings.out)
+    if settings.episodes:
         from tooluse_agents.runs.jsonl import JsonlWriter
 
-        with JsonlWriter(args.episodes) as writer:
+        with JsonlWriter(settings.episodes) as writer:
             for record in records:
                 writer.write(record.to_dict())
     print(json.dumps(keep.counts()))
-    print(f"keep list: {args.out}", file=sys.stderr)
+    print(f"keep list: {settings.out}", file=sys.stderr)
     return 0
