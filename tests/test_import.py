@@ -44,7 +44,7 @@ def test_the_env_suite_imports_nothing_of_the_layers_above_it():
 
 
 def test_loading_a_training_config_imports_no_torch():
-    config = Path(__file__).resolve().parents[1] / "agents" / "grpo" / "configs" / "cpu_curriculum.yaml"
+    config = Path(__file__).resolve().parents[1] / "agents" / "train" / "grpo" / "configs" / "cpu_curriculum.yaml"
     code = (
         "import sys; from tooluse_agents.train.grpo.config import load_config; "
         f"c = load_config({str(config)!r}, ['policy.model=tiny-random']); "

@@ -70,7 +70,7 @@ from tooluse_agents.runs.records import MetricsRecord, read_episodes, read_metri
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: experiments/history/ -> .
 
-BASE_CONFIG = ROOT / "agents" / "grpo" / "configs" / "cpu_curriculum.yaml"
+BASE_CONFIG = ROOT / "agents" / "train" / "grpo" / "configs" / "cpu_curriculum.yaml"
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "grpo_efficiency.json"
 DEFAULT_PLOT = ROOT / "docs" / "grpo-efficiency.png"
 WARMUP = "scenarios/curriculum/warmup.yaml"

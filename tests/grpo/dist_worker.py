@@ -46,7 +46,7 @@ def record_decisions(trainer: GRPOTrainer) -> list[dict]:
     return decisions
 
 
-CONFIG = Path(__file__).resolve().parents[2] / "agents" / "grpo" / "configs" / "cpu_distributed_check.yaml"
+CONFIG = Path(__file__).resolve().parents[2] / "agents" / "train" / "grpo" / "configs" / "cpu_distributed_check.yaml"
 
 
 def main(run_dir: str, *overrides: str) -> None:
