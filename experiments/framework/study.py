@@ -67,6 +67,18 @@ import yaml
 from experiments.framework.provenance import ROOT, shown, uncommitted
 
 DEFAULT_PREREG = ROOT / "benchmarks" / "preregistered" / "grpo_efficiency_v2.yaml"
+MOVED = {"agents/grpo/configs/": "agents/train/grpo/configs/"}
+"""Folders moved since a pre-registration was committed: it names paths as its commit had them (its text is
+hashed and never edited), and a run from today's checkout finds the file where it is now."""
+
+
+def current_path(path: str) -> str:
+    """`path` as a pre-registration wrote it, under today's layout (`MOVED`)."""
+    for old, new in MOVED.items():
+        if path.startswith(old):
+            return new + path[len(old) :]
+    return path
+
 BASELINE = "vanilla"
 """The arm every other is compared with."""
 
@@ -343,7 +355,7 @@ def _arms_view(path: Path, data: Mapping[str, Any]) -> Prereg:
     return Prereg(
         path=path,
         data=data,
-        base_config=str(data["base_config"]),
+        base_config=current_path(str(data["base_config"])),
         start_model=str(data["start_model"]),
         seeds=tuple(seeds),
         budget_s=float(data["budget_s"]),
