@@ -5,7 +5,7 @@
 Two backends, each in two workloads:
 
 * ``vllm``: the in-process engine driven step by step (`VLLMAgent`), and
-* ``openai``: `OpenAIAgent` against a real `tooluse-serve smollm2-135m` on loopback;
+* ``openai``: `OpenAIAgent` against a real `tooluse serve smollm2-135m` on loopback;
 * workload ``capped`` (``max_tokens`` 24: nearly every message hits the cap, so every request of a
   lockstep batch takes as long as the longest; the research predicts ~1.0-1.1x) and ``varied``
   (``max_tokens`` 192: messages end where the model stops, so lengths differ).
@@ -251,7 +251,7 @@ def main() -> None:
         agent.close()
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     if "openai" in args.parts:
-        print("OpenAI agent against tooluse-serve", flush=True)
+        print("OpenAI agent against tooluse serve", flush=True)
         url, stop = _serve(args.dtype, args.num_envs)
         try:
             spec = BackendSpec(backend="openai", model="smollm2", base_url=url + "/v1", options={"timeout_s": 600})

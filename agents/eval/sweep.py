@@ -11,7 +11,7 @@
   spread (max - min and sample std over seeds of the overall score) says how big a difference
   one seed can fake.
 
-Each configuration is a normal `tooluse-eval run` folder, written as it finishes, so a sweep
+Each configuration is a normal `tooluse eval run` folder, written as it finishes, so a sweep
 that is stopped resumes where it was.
 """
 

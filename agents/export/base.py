@@ -22,7 +22,7 @@ from tooluse_gym.tools import bfcl_decoding
 from tooluse_gym.tools.parsing import parse_call_string
 
 EXPORT_FORMATS = ("bfcl",)
-"""The formats `tooluse-eval export` writes."""
+"""The formats `tooluse eval export` writes."""
 
 INFERENCE_ERROR = "Error during inference: "
 """How BFCL's generator begins the ``result`` of an entry whose inference failed."""
@@ -186,7 +186,7 @@ class BfclExport:
         }
 
     def report(self) -> str:
-        """What `tooluse-eval export` prints: counts, the self-check, warnings and the commands."""
+        """What `tooluse eval export` prints: counts, the self-check, warnings and the commands."""
         seeds = ", ".join(c.root.name.removeprefix("seed_") for c in self.commands)
         skipped = f"; skipped {self.skipped_scenario} scenario episodes" if self.skipped_scenario else ""
         lines = [

@@ -31,7 +31,7 @@ Why these: their decoders are the three `tooluse_gym.tools.bfcl_decoding` reprod
 nothing (the Qwen ones build a client for a local server that is never called); no name holds
 ``_``, which BFCL maps back to ``/``. BFCL's tables label the results with the proxy's name
 ("Qwen3-8B (Prompt)"). A run is ``fc`` when a step carried structured calls (the record keeps their
-ids) or its ``run.json`` says ``text_replies: fc`` (`tooluse-eval run --text-replies fc`), else its
+ids) or its ``run.json`` says ``text_replies: fc`` (`tooluse eval run --text-replies fc`), else its
 protocol's ``tool_format``.
 
 BFCL's verdicts equal episodes.jsonl's under the BFCL env id's rules (``decoder`` bfcl,

@@ -5,7 +5,7 @@ an RL trainer's rollout function) needs three things from the env at every gener
 to send, the tool schemas to send with it, and what the env answered to the model's last message
 (tool results, or the next user message). `ChatEpisode` gives exactly these, in the shape
 `tooluse_agents.backends.openai_compat.OpenAIAgent` sends, so a framework's model sees the prompt
-``tooluse-eval`` would show it and the verdict is the env's own::
+``tooluse eval`` would show it and the verdict is the env's own::
 
     env = make_env("ToolUse-MultiTurn-v0", task_ids=["multi_turn_base_0"], system_prompt="none")
     episode = ChatEpisode(env, "multi_turn_base_0", seed=0)
@@ -75,7 +75,7 @@ class ChatView:
             the system prompt. They change when a held-out turn adds functions.
         new_messages: The env's answer to the last assistant message, as the env wrote it: its
             tool results (``tool`` messages) or the next user message. After a reset: `messages`.
-        seed: The per-request seed ``tooluse-eval`` sends for this generation (None: unseeded).
+        seed: The per-request seed ``tooluse eval`` sends for this generation (None: unseeded).
     """
 
     messages: list[dict[str, Any]]

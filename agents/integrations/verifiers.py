@@ -116,7 +116,7 @@ class ToolUseTasksetConfig(vf.TasksetConfig):
     limit: int | None = Field(None, ge=1)
     """The first `limit` tasks only."""
     seed: int | None = None
-    """Seeds each episode's reset and each model request as ``tooluse-eval --seeds`` does (None:
+    """Seeds each episode's reset and each model request as ``tooluse eval --seeds`` does (None:
     unseeded). Every rollout of a task then samples with the same seeds: leave it None for groups
     of different rollouts (``-r``)."""
     knobs: KnobsConfig = KnobsConfig()

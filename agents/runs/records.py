@@ -2,7 +2,7 @@
 
 `EpisodeRecord` is one line of ``episodes.jsonl``, `MetricsRecord` one line of a training run's
 ``metrics.jsonl``. The harness and the trainer write episodes (`rollout.episode.episode_record`), the trainer
-writes metrics (`tooluse_agents.runs.runlog`); `tooluse-eval`, the TUI and the benchmarks read both
+writes metrics (`tooluse_agents.runs.runlog`); `tooluse eval`, the TUI and the benchmarks read both
 through `read_episodes` and `read_metrics`. `from_dict` accepts every record written so far
 (schema 1, keys added later defaulted, the trainer's ``train`` and ``eval_step`` kept in
 `extra`) and refuses a record of a newer schema with a message that says so;

@@ -265,7 +265,7 @@ def format_table(summary: Mapping[str, Any]) -> str:
 
 
 _ERROR_HINTS = {
-    "connection_error": "the endpoint did not answer (is a server up at --base-url? `tooluse-serve MODEL` starts one)",
+    "connection_error": "the endpoint did not answer (is a server up at --base-url? `tooluse serve MODEL` starts one)",
     "timeout": "the endpoint did not answer in time",
     "rate_limited": "the endpoint refused the requests (rate limit)",
     "server_error": "the endpoint failed (5xx)",
@@ -348,7 +348,7 @@ def _ci(value: float | None) -> str:
     return f"±{_pct(value)}" if value is not None else "n/a"
 
 
-# --- two runs side by side (`tooluse-eval compare` and the TUI's compare view) ---------------
+# --- two runs side by side (`tooluse eval compare` and the TUI's compare view) ---------------
 #
 # Two runs are compared on the episodes both played: the (task id, seed) pairs both hold. Each
 # pair is one task played under one seed by A and by B, so per seed the two accuracies are over

@@ -1,6 +1,6 @@
 """A run folder holds one configuration: a run refuses a folder of another, resumes an equal one.
 
-`tooluse-eval run` keeps its configuration in ``run.json``, `tooluse-train` in ``config.yaml``;
+`tooluse eval run` keeps its configuration in ``run.json``, `tooluse train` in ``config.yaml``;
 both go through `RunDir`. A folder whose stored configuration differs from the run's in a key
 that a resume may not change is refused with a `RunConflict` naming each changed value (a dotted
 key in nested sections, ``grpo.group_size 4 -> 8``); an equal one (keys in `RunDir.resumable`

@@ -7,7 +7,7 @@ curriculum (``scenarios/curriculum/warmup.yaml``, disjoint from train and held-o
 the call format; RL then starts from a model that sometimes succeeds.
 
     python -m tooluse_agents.train.sft --scenarios scenarios/curriculum/warmup.yaml --out runs/warmstart
-    tooluse-eval run --agent vllm --model runs/warmstart/model --scenarios scenarios/curriculum/train.yaml ...
+    tooluse eval run --agent vllm --model runs/warmstart/model --scenarios scenarios/curriculum/train.yaml ...
 
 Examples come from the environment itself: the oracle plays each task under the chosen
 protocol knobs, and every assistant step becomes one example, its prompt rendered exactly as

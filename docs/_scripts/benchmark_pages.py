@@ -59,7 +59,7 @@ def rollout_schedule_table() -> str:
         return f"{statistics.median(values):.1f}" if values else "-"
 
     rows = []
-    for part, label in (("vllm_in_process", "vLLM in process"), ("openai_server", "OpenAI agent -> tooluse-serve")):
+    for part, label in (("vllm_in_process", "vLLM in process"), ("openai_server", "OpenAI agent -> tooluse serve")):
         for workload, w in (data.get(part) or {}).items():
             rows.append(
                 [
@@ -174,7 +174,7 @@ def speed_summary() -> str:
         )
     else:
         parts = []
-        for part, label in (("vllm_in_process", "vLLM in process"), ("openai_server", "against `tooluse-serve`")):
+        for part, label in (("vllm_in_process", "vLLM in process"), ("openai_server", "against `tooluse serve`")):
             workloads = schedule.get(part) or {}
             if workloads:
                 ratios = " / ".join(f"{w['ratio_lockstep_over_async']:.2f}×" for w in workloads.values())

@@ -133,9 +133,9 @@ def metrics_page() -> str:
     return (
         HEADER.format(source="`tooluse_agents.runs.metrics.METRICS`, the keys' one declaration")
         + "# `metrics.jsonl` keys\n\n"
-        + "`tooluse-train` appends one JSON object per training step to `RUN_DIR/metrics.jsonl` "
+        + "`tooluse train` appends one JSON object per training step to `RUN_DIR/metrics.jsonl` "
         + "([`MetricsRecord`][tooluse_agents.runs.records.MetricsRecord] reads it; "
-        + "`tooluse-tui RUN_DIR` plots it live). "
+        + "`tooluse tui RUN_DIR` plots it live). "
         + "Held-out evaluations also go to `eval.jsonl` (`step`, `epoch`, `eval/heldout_reward`, `episodes`, "
         + "`time/train_s`, `time/eval_s`). A `*` stands for a family of keys. The trainer refuses to write a key "
         + "that `tooluse_agents.runs.metrics.METRICS` does not declare.\n\n"
@@ -206,8 +206,8 @@ def cli_page() -> str:
         HEADER.format(source="each subcommand's build_parser()"),
         "# Command-line reference\n\n",
         "Every flag of every `tooluse` subcommand, read from its module's `build_parser()`; `--help` prints the same.\n"
-        "The older script names run the same commands: `tooluse-eval`, `tooluse-train`, `tooluse-serve`,\n"
-        "`tooluse-scenarios` and `tooluse-tui`.\n\n",
+        "The older script names run the same commands: `tooluse eval`, `tooluse train`, `tooluse serve`,\n"
+        "`tooluse scenarios` and `tooluse tui`.\n\n",
     ]
     for name, source, build in _clis():
         parser = build()

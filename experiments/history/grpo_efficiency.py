@@ -13,7 +13,7 @@ One command runs the whole experiment from a fresh checkout, one step after the 
    ``OUT/weakstart`` already holds its finished model (``model/config.json`` and ``summary.json``),
    and not run with ``--start-model`` (both arms then start from that model, e.g. on a GPU);
 2. the vanilla arm (filter off, update on all n rollouts) from that model, in its own process
-   (``tooluse-train``), until its training time reaches ``--budget-s``;
+   (``tooluse train``), until its training time reaches ``--budget-s``;
 3. the efficient arm (filter k=1 + max-variance m of n), the same way.
 
 Both arms share everything else: the start model, the seed, the tasks (60 of the curriculum's 240 train

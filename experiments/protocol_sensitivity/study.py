@@ -13,7 +13,7 @@ driver only runs what it says and reports it beside the paper's figures.
 on the curriculum's held-out split (`tooluse_agents.eval.sweep.run_vary`: the base protocol with the base
 seeds, each change with the change seeds; folder ``curriculum/``), the BFCL slice (``bfcl/``) and,
 with ``--grpo-model``, that model's base row (``grpo-base/``). Each configuration is a normal
-``tooluse-eval run`` folder written as its episodes finish, so a stopped study resumes.
+``tooluse eval run`` folder written as its episodes finish, so a stopped study resumes.
 
 **report** writes ``benchmarks/results/protocol_sensitivity.json`` (every configuration with its
 protocol card fingerprint, the paired differences, the base's seed spread, the BFCL slice, the

@@ -1,7 +1,7 @@
 """The model of the distributed training check: the tiny random Llama, taught the check's answers a little.
 
     python -m experiments.tools.check_model runs/check-model      # ~30 s on 2 cores; then
-    tooluse-train --nproc 2 agents/train/grpo/configs/cpu_distributed_check.yaml
+    tooluse train --nproc 2 agents/train/grpo/configs/cpu_distributed_check.yaml
 
 GRPO moves the weights only on groups whose rewards differ, and the tiny random model's
 output is noise, never a tool call. A few Adam steps on the check tasks' answers

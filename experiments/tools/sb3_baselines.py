@@ -9,8 +9,8 @@ then played on the held-out split with the official terminal reward, through the
 (`tooluse_agents.rollout.loop.run_rollouts`, the policy as its agent: `PolicyAgent`); SB3 owns its
 training loop (``learn``), which reads only what ``step`` returns. Episodes are written
 as ``episodes.jsonl`` records and summarized by `tooluse_agents.runs.results`, the evaluation harness's
-format and aggregation, so the table reads like ``tooluse-eval``'s; ``--llm-results`` adds
-rows from ``tooluse-eval`` ``results.json`` files of text agents on the same split.
+format and aggregation, so the table reads like ``tooluse eval``'s; ``--llm-results`` adds
+rows from ``tooluse eval`` ``results.json`` files of text agents on the same split.
 
 The policies score every candidate with one shared network over (context features,
 candidate features), so a candidate's score does not depend on its slot; the value
@@ -332,7 +332,7 @@ def results_markdown(runs: Sequence[dict[str, Any]], llm: Sequence[dict[str, Any
         cells = [_pct(s["categories"].get(c, {}).get("mean")) for c in categories]
         name = r.get("agent", {}).get("model") or r.get("agent", {}).get("name", "llm")
         overall = f"{_pct(s['overall']['mean'])} ± {_pct(s['overall']['std'])}"
-        lines.append(f"| {name} (text, tooluse-eval) | " + " | ".join(cells) + f" | {overall} | n/a | - |")
+        lines.append(f"| {name} (text, tooluse eval) | " + " | ".join(cells) + f" | {overall} | n/a | - |")
     return "\n".join(lines) + "\n"
 
 
@@ -366,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--num-candidates", type=int, default=BaselineConfig.num_candidates)
     p.add_argument("--train-reward", choices=("shaped", "terminal"), default=BaselineConfig.train_reward)
     p.add_argument("--no-end-on-mistake", action="store_true", help="train on whole episodes")
-    p.add_argument("--llm-results", nargs="*", default=[], help="tooluse-eval results.json files on the same split")
+    p.add_argument("--llm-results", nargs="*", default=[], help="tooluse eval results.json files on the same split")
     p.add_argument("--threads", type=int, default=1, help="torch threads (small networks run fastest on one)")
     p.add_argument("--out", type=Path, default=Path("runs/sb3-baselines"))
     args = p.parse_args(argv)

@@ -18,7 +18,7 @@ from tooluse_gym.envs.knobs import CHOICES, ENV_DEFAULTS, Knobs, knob_docs
 from tooluse_gym.prompts import SYSTEM_PROMPTS
 
 SWEPT = ("template", "reasoning", "tool_format", "tool_results", "system_prompt", "decoder", "prompt_format")
-"""The knobs `tooluse-eval sweep` takes several values of, in the order its folders are named by (``prompt_format``
+"""The knobs `tooluse eval sweep` takes several values of, in the order its folders are named by (``prompt_format``
 also takes ``all``: BFCL's 26 configurations)."""
 
 __all__ = ["SWEPT", "add_knob_flags", "flag", "given_knobs", "varies_by_env_id"]

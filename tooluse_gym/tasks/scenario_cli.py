@@ -1,8 +1,8 @@
-"""`tooluse-scenarios`: check scenario files without running anything else.
+"""`tooluse scenarios`: check scenario files without running anything else.
 
-tooluse-scenarios validate scenarios/            # every file below the folder
-tooluse-scenarios validate a.yaml b.json --no-replay
-tooluse-scenarios schema                         # print the JSON Schema
+tooluse scenarios validate scenarios/            # every file below the folder
+tooluse scenarios validate a.yaml b.json --no-replay
+tooluse scenarios schema                         # print the JSON Schema
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run `tooluse-scenarios` on `argv` (default: the command line) and return the exit code."""
+    """Run `tooluse scenarios` on `argv` (default: the command line) and return the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "schema":

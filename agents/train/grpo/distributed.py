@@ -1,8 +1,8 @@
 """The trainer on N ranks with torch.distributed: who this process is, the few collectives it needs, FSDP2.
 
-Launch with ``torchrun --nproc-per-node N -m tooluse_agents.cli.train CONFIG`` (or ``tooluse-train --nproc N``).
+Launch with ``torchrun --nproc-per-node N -m tooluse_agents.cli.train CONFIG`` (or ``tooluse train --nproc N``).
 `Dist.from_env` reads torchrun's ``RANK`` and ``WORLD_SIZE``; at world size 1 (a plain
-``tooluse-train``) nothing is initialised and every collective here returns its input, so one
+``tooluse train``) nothing is initialised and every collective here returns its input, so one
 code path serves both. `Dist` also owns what differs between one process and several for the
 policy itself: sharding it (`Dist.shard`, nothing in one process), checkpointing and resuming it
 (`Dist.save`, `Dist.load`: whole tensors in one process, shards on several ranks) and exporting

@@ -1,8 +1,8 @@
-r"""`tooluse-train prefilter`: the paper's offline data recipe, keep the prompts a stronger model solves.
+r"""`tooluse train prefilter`: the paper's offline data recipe, keep the prompts a stronger model solves.
 
-    tooluse-train prefilter agents/train/grpo/configs/cpu_curriculum.yaml --agent vllm --model Qwen/Qwen3-4B \
+    tooluse train prefilter agents/train/grpo/configs/cpu_curriculum.yaml --agent vllm --model Qwen/Qwen3-4B \
         --out runs/kept.yaml
-    tooluse-train agents/train/grpo/configs/cpu_curriculum.yaml tasks.keep_list=runs/kept.yaml run_dir=runs/k1
+    tooluse train agents/train/grpo/configs/cpu_curriculum.yaml tasks.keep_list=runs/kept.yaml run_dir=runs/k1
 
 The paper (arXiv 2606.00135; ``research/paper.md`` §3.4) built its multi-turn training set by
 rolling out a stronger model 8 times on each sample and keeping the samples it solved at least
@@ -94,7 +94,7 @@ class KeepList:
     def from_dict(cls, data: Any) -> KeepList:
         """A keep list from its file's data; anything else is a `ValueError`."""
         if not isinstance(data, Mapping) or data.get("kind") != KIND:
-            raise ValueError(f"not a keep list written by tooluse-train prefilter (kind {KIND!r})")
+            raise ValueError(f"not a keep list written by tooluse train prefilter (kind {KIND!r})")
         return cls(
             kept=tuple(data["kept"]),
             solved=dict(data["solved"]),
@@ -257,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The `tooluse-train prefilter` command; returns the exit status."""
+    """The `tooluse train prefilter` command; returns the exit status."""
     parser = build_parser()
     args = parser.parse_intermixed_args(argv)
 

@@ -49,7 +49,7 @@ class TaskSource:
             separated by commas (None: all).
         task_ids: Keep only these ids (in this order).
         limit: Keep this many tasks, evenly spaced over the selection.
-        keep_list: A file written by ``tooluse-train prefilter`` (`tooluse_agents.train.grpo.prefilter`): train
+        keep_list: A file written by ``tooluse train prefilter`` (`tooluse_agents.train.grpo.prefilter`): train
             only on the prompts it kept, among those the rest of this source selects.
     """
 
