@@ -206,8 +206,8 @@ def cli_page() -> str:
         HEADER.format(source="each subcommand's build_parser()"),
         "# Command-line reference\n\n",
         "Every flag of every `tooluse` subcommand, read from its module's `build_parser()`; `--help` prints the same.\n"
-        "The older script names run the same commands: `tooluse eval`, `tooluse train`, `tooluse serve`,\n"
-        "`tooluse scenarios` and `tooluse tui`.\n\n",
+        "The older script names run the same commands: `tooluse-eval`, `tooluse-train`, `tooluse-serve`,\n"
+        "`tooluse-scenarios` and `tooluse-tui`.\n\n",
     ]
     for name, source, build in _clis():
         parser = build()
