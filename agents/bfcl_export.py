@@ -26,7 +26,7 @@ name's ``handler.decode_execute``. The step encodings and the names written unde
   ``OpenAIResponsesHandler`` in FC mode, ``convert_to_function_call``. Its constructor wants
   ``OPENAI_API_KEY`` set (never used to score): the printed command sets a placeholder.
 
-Why these: their decoders are the three `tooluse_gym.tools.bfcl_decoding` reproduces (the env's
+Why these: their decoders are the three `tooluse_gym.decoding.bfcl` reproduces (the env's
 ``decoder="bfcl"``), so BFCL reads each message as the env did; their constructors contact
 nothing (the Qwen ones build a client for a local server that is never called); no name holds
 ``_``, which BFCL maps back to ``/``. BFCL's tables label the results with the proxy's name
@@ -37,7 +37,7 @@ protocol's ``tool_format``.
 BFCL's verdicts equal episodes.jsonl's under the BFCL env id's rules (``decoder`` bfcl,
 ``strict_tools`` and ``validate_args`` off, 20 steps per turn, terminal reward); other runs are
 exported with a warning. The self-check decodes every written step again with the eval-free copy
-of the target's decoder (`tooluse_gym.tools.bfcl_decoding`, which the parity tests compare with
+of the target's decoder (`tooluse_gym.decoding.bfcl`, which the parity tests compare with
 bfcl_eval's) and lists each step whose calls differ from those the env executed: a lenient run's,
 or text replies of a function-calling run without ``--text-replies fc`` that the env parsed as
 calls. bfcl_eval's prompting decoder is not run here: it evaluates arithmetic in model text with
@@ -65,12 +65,13 @@ from tooluse_agents.bfcl_evaluator import (
 )
 from tooluse_agents.export_folders import ExportError, prepare_out, read_run, run_setting
 from tooluse_agents.runs.records import EpisodeRecord, StepEntry
-from tooluse_gym.checker import FORCE_TERMINATED
+from tooluse_gym.checking.multi_turn import FORCE_TERMINATED
+from tooluse_gym.decoding.bfcl import decode_function_calls, decode_python, decode_tool_call_tags
+from tooluse_gym.decoding.lenient import parse_call_string
+from tooluse_gym.decoding.text import visible_response
 from tooluse_gym.envs import SCENARIO_ID, SINGLE_TURN_ID
 from tooluse_gym.protocol import MAX_STEPS_PER_TURN
 from tooluse_gym.tasks import bfcl
-from tooluse_gym.tools import bfcl_decoding
-from tooluse_gym.tools.parsing import parse_call_string
 
 __all__ = [
     "BFCL_EVALUATOR_PACKAGES",
@@ -312,7 +313,7 @@ def step_payload(step: StepEntry, encoding: str) -> Payload:
         raise ValueError(f"encoding must be one of {', '.join(TARGETS)}, got {encoding!r}")
     if encoding == "fc" and is_structured(step):
         return [{str(call.get("name", "")): json.dumps(_fc_arguments(call))} for call in step.calls]
-    return bfcl_decoding.visible_response(step.assistant)
+    return visible_response(step.assistant)
 
 
 def _fc_string(name: str, arguments: Mapping[str, Any]) -> str:
@@ -387,14 +388,14 @@ def encoding_of(records: Sequence[EpisodeRecord]) -> str:
 def decode_payload(payload: Payload, encoding: str) -> tuple[str, ...]:
     """The call strings the target handler's ``decode_execute`` makes of a written step (none: dropped).
 
-    Uses the eval-free copies in `tooluse_gym.tools.bfcl_decoding`, never bfcl_eval's own.
+    Uses the eval-free copies in `tooluse_gym.decoding.bfcl`, never bfcl_eval's own.
     """
     try:
         if encoding == "fc":
-            return tuple(bfcl_decoding.decode_function_calls(payload))
+            return tuple(decode_function_calls(payload))
         if not isinstance(payload, str):
             return ()
-        decode = bfcl_decoding.decode_python if encoding == "python" else bfcl_decoding.decode_tool_call_tags
+        decode = decode_python if encoding == "python" else decode_tool_call_tags
         return tuple(decode(payload))
     except (ValueError, RecursionError):  # DecodeError: BFCL's decoder raises, the step is dropped
         return ()

@@ -44,12 +44,12 @@ from tests.bfcl_single_turn_reference import MODEL_NAMES, _entries, _language, _
 from tooluse_agents.backends import BackendSpec, make_agent  # noqa: E402
 from tooluse_agents.base import SamplingConfig  # noqa: E402
 from tooluse_agents.rollout import RolloutJob, run_rollouts  # noqa: E402
-from tooluse_gym.ast_checker import verdict  # noqa: E402
-from tooluse_gym.ast_languages import language_of  # noqa: E402
+from tooluse_gym.checking.languages import language_of  # noqa: E402
+from tooluse_gym.checking.single_turn import verdict  # noqa: E402
+from tooluse_gym.decoding.bfcl_ast import decode_ast_action  # noqa: E402
 from tooluse_gym.envs import SINGLE_TURN_ID  # noqa: E402
 from tooluse_gym.envs.tool_env import play_messages  # noqa: E402
 from tooluse_gym.tasks.bfcl_single_turn import UNSATISFIABLE, check_of, load_single_turn_tasks  # noqa: E402
-from tooluse_gym.tools.bfcl_ast_decoding import decode_ast_action  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "single_turn_throughput.json"
 PLOT = ROOT / "docs" / "single-turn-throughput.png"
