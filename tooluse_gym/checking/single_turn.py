@@ -39,6 +39,7 @@ from typing import Any
 
 from tooluse_gym.checking import languages
 from tooluse_gym.decoding.base import AstDecoded, Call
+from tooluse_gym.errors import ToolUseGymError
 
 __all__ = ["AstVerdict", "check_calls", "verdict"]
 
@@ -79,7 +80,9 @@ class AstVerdict:
 _VALID = AstVerdict(True)
 
 
-class _Fail(Exception):
+class _Fail(ToolUseGymError):
+    """A check that fails, with BFCL's error type."""
+
     def __init__(self, error_type: str, message: str):
         super().__init__(message)
         self.error_type = error_type
