@@ -1,4 +1,4 @@
-"""Read the common shape of a Python call list exactly as Python's parser would, without `compile`.
+"""The decoders' fast path: the common shape of a Python call list, read as Python's parser would, without `compile`.
 
 Models (and the oracle) mostly write ``[cd(folder='docs'), mv(source='a.txt', destination='b')]``:
 calls of plain names with keyword arguments whose values are strings, numbers, True/False/None,
@@ -14,8 +14,9 @@ to `ast` for every other text. Where it answers, the answer is what the `ast` tr
   spaces, tabs and newlines between them (all inside brackets, where Python ignores newlines);
 * a number touching a name, a dot or a digit, two strings in a row, a keyword other than
   True/False/None, ``__debug__``, a repeated keyword argument, a positional argument, a trailing
-  comma, more than 64 calls, nesting deeper than 8 lists, more than 4096 characters or a lone
-  surrogate all give up, as does any other character outside a string.
+  comma, more than 64 calls, nesting deeper than 8 lists, more than 4096 characters (the
+  ``MAX_FAST_PATH_*`` limits of `tooluse_gym.decoding.limits`) or a lone surrogate all give up, as
+  does any other character outside a string.
 """
 
 from __future__ import annotations
