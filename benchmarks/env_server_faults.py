@@ -31,8 +31,8 @@ from websockets.exceptions import ConnectionClosed
 
 from benchmarks.env_server_episodes import Episode, Verdict, play_wire, request, verdict
 from benchmarks.env_server_process import ServedEnv
+from tooluse_gym.decoding.limits import MAX_MESSAGE_CHARS as MAX_CHARS
 from tooluse_gym.server.client import SessionLost, ToolUseEnvClient
-from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS as MAX_CHARS
 
 
 def _error(reply: dict[str, Any]) -> dict[str, Any]:

@@ -40,12 +40,12 @@ from tests.bfcl_single_turn_reference import MODEL_NAMES, _entries, _language, _
 from tooluse_agents.backends.base import SamplingConfig
 from tooluse_agents.backends.factory import BackendSpec, make_agent
 from tooluse_agents.rollout.loop import RolloutJob, run_rollouts
-from tooluse_gym.ast_checker import verdict
-from tooluse_gym.ast_languages import language_of
+from tooluse_gym.checking.languages import language_of
+from tooluse_gym.checking.single_turn import verdict
+from tooluse_gym.decoding.bfcl_ast import decode_ast_action
 from tooluse_gym.envs import SINGLE_TURN_ID
 from tooluse_gym.envs.tool_env import play_messages
 from tooluse_gym.tasks.bfcl_single_turn import UNSATISFIABLE, check_of, load_single_turn_tasks
-from tooluse_gym.tools.bfcl_ast_decoding import decode_ast_action
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "single_turn_throughput.json"

@@ -6,7 +6,7 @@ their spread. A configuration is a string such as
 ``ret_fmt=json&tool_call_tag=True&func_doc_fmt=xml&prompt_fmt=plaintext&style=classic``:
 
 * ``ret_fmt``: how calls are written (``python`` lists, a ``json`` list, ``verbose_xml`` or
-  ``concise_xml`` markup), decoded by `tooluse_gym.tools.bfcl_format_decoding`;
+  ``concise_xml`` markup), decoded by `tooluse_gym.decoding.bfcl_format`;
 * ``tool_call_tag``: whether they go inside ``<TOOLCALL>...</TOOLCALL>``;
 * ``func_doc_fmt``: how the function docs are shown (``python``, ``xml``, ``json``);
 * ``prompt_fmt`` (``plaintext`` | ``markdown``) and ``style`` (``classic`` | ``experimental``):

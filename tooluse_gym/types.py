@@ -63,6 +63,10 @@ class ParsedAction:
     calls: tuple[ToolCall, ...] = ()
     failure: str | None = None
 
+    def parsed(self) -> ParsedAction:
+        """Itself: the calls the runtime executes are those the step record shows (`tooluse_gym.decoding.Decoded`)."""
+        return self
+
 
 @dataclass(frozen=True)
 class StepRecord:

@@ -18,8 +18,8 @@ from typing import Any, Protocol
 from tooluse_agents.export.evaluator import install_command
 from tooluse_agents.export.folders import ExportError
 from tooluse_agents.runs.records import EpisodeRecord, StepEntry
-from tooluse_gym.tools import bfcl_decoding
-from tooluse_gym.tools.parsing import parse_call_string
+from tooluse_gym.decoding.lenient import parse_call_string
+from tooluse_gym.decoding.text import visible_response
 
 EXPORT_FORMATS = ("bfcl",)
 """The formats `tooluse eval export` writes."""
@@ -266,7 +266,7 @@ def step_payload(step: StepEntry, encoding: str) -> Payload:
         raise ValueError(f"encoding must be one of {', '.join(TARGETS)}, got {encoding!r}")
     if encoding == "fc" and is_structured(step):
         return [{str(call.get("name", "")): json.dumps(_fc_arguments(call))} for call in step.calls]
-    return bfcl_decoding.visible_response(step.assistant)
+    return visible_response(step.assistant)
 
 
 def _fc_string(name: str, arguments: Mapping[str, Any]) -> str:

@@ -26,7 +26,7 @@ name's ``handler.decode_execute``. The step encodings and the names written unde
   ``OpenAIResponsesHandler`` in FC mode, ``convert_to_function_call``. Its constructor wants
   ``OPENAI_API_KEY`` set (never used to score): the printed command sets a placeholder.
 
-Why these: their decoders are the three `tooluse_gym.tools.bfcl_decoding` reproduces (the env's
+Why these: their decoders are the three `tooluse_gym.decoding.bfcl` reproduces (the env's
 ``decoder="bfcl"``), so BFCL reads each message as the env did; their constructors contact
 nothing (the Qwen ones build a client for a local server that is never called); no name holds
 ``_``, which BFCL maps back to ``/``. BFCL's tables label the results with the proxy's name
@@ -37,7 +37,7 @@ protocol's ``tool_format``.
 BFCL's verdicts equal episodes.jsonl's under the BFCL env id's rules (``decoder`` bfcl,
 ``strict_tools`` and ``validate_args`` off, 20 steps per turn, terminal reward); other runs are
 exported with a warning. The self-check decodes every written step again with the eval-free copy
-of the target's decoder (`tooluse_gym.tools.bfcl_decoding`, which the parity tests compare with
+of the target's decoder (`tooluse_gym.decoding.bfcl`, which the parity tests compare with
 bfcl_eval's) and lists each step whose calls differ from those the env executed: a lenient run's,
 or text replies of a function-calling run without ``--text-replies fc`` that the env parsed as
 calls. bfcl_eval's prompting decoder is not run here: it evaluates arithmetic in model text with
@@ -66,11 +66,11 @@ from tooluse_agents.export.base import (
 )
 from tooluse_agents.export.folders import ExportError
 from tooluse_agents.runs.records import EpisodeRecord
-from tooluse_gym.checker import FORCE_TERMINATED
+from tooluse_gym.checking.multi_turn import FORCE_TERMINATED
+from tooluse_gym.decoding import bfcl as bfcl_decoding
 from tooluse_gym.envs import SCENARIO_ID
 from tooluse_gym.protocol import MAX_STEPS_PER_TURN
 from tooluse_gym.tasks import bfcl
-from tooluse_gym.tools import bfcl_decoding
 
 __all__ = ["FORMAT", "bfcl_result", "decode_payload", "is_bfcl_episode", "step_mismatch"]
 
@@ -97,7 +97,7 @@ def is_bfcl_episode(record: EpisodeRecord) -> bool:
 def decode_payload(payload: Payload, encoding: str) -> tuple[str, ...]:
     """The call strings the target handler's ``decode_execute`` makes of a written step (none: dropped).
 
-    Uses the eval-free copies in `tooluse_gym.tools.bfcl_decoding`, never bfcl_eval's own.
+    Uses the eval-free copies in `tooluse_gym.decoding.bfcl`, never bfcl_eval's own.
     """
     try:
         if encoding == "fc":

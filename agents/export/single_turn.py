@@ -37,7 +37,7 @@ prompt is exported with a warning that counts the entries with dotted function n
 Where BFCL's verdict may differ, the export says so: BFCL scores a failed inference on an
 irrelevance entry as a correct abstention (its decoder finds no call in the error text), where
 the run scored the episode 0; the self-check decodes each written response again with the
-eval-free copy of the target's decoder (`tooluse_gym.tools.bfcl_ast_decoding`) and lists the
+eval-free copy of the target's decoder (`tooluse_gym.decoding.bfcl_ast`) and lists the
 entries whose calls differ from those the env decoded (text replies of a function-calling run
 without ``--text-replies fc``, which the env read in its tool format).
 """
@@ -61,13 +61,14 @@ from tooluse_agents.export.base import (
 )
 from tooluse_agents.export.folders import ExportError
 from tooluse_agents.runs.records import EpisodeRecord, StepEntry
-from tooluse_gym import ast_languages
+from tooluse_gym.checking import languages
+from tooluse_gym.decoding.base import NOT_AN_OBJECT
+from tooluse_gym.decoding.bfcl_ast import decode_ast_action
+from tooluse_gym.decoding.text import visible_response
 from tooluse_gym.envs import SINGLE_TURN_ID
 from tooluse_gym.prompts import system_prompt_spec
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.bfcl_single_turn import CATEGORIES, LIVE, load_single_turn_tasks
-from tooluse_gym.tools import bfcl_decoding
-from tooluse_gym.tools.bfcl_ast_decoding import NOT_AN_OBJECT, decode_ast_action
 
 __all__ = [
     "FORMAT",
@@ -134,7 +135,7 @@ def single_turn_result(record: EpisodeRecord, encoding: str) -> Response:
     step = record.steps[0]
     if encoding == "fc" and is_structured(step):
         return [_structured_call(call) for call in step.calls]
-    text = bfcl_decoding.visible_response(step.assistant)
+    text = visible_response(step.assistant)
     if encoding == "fc" and step.parse_failure and not text:  # BFCL would decode "" as no call
         return f"{UNDECODABLE}{step.parse_failure}"
     return text
@@ -168,7 +169,7 @@ def decode_response(response: Response, encoding: str, category: str) -> tuple[s
     else:
         action = response
     tool_format = "json" if encoding == "json" else "python"
-    parsed = decode_ast_action(action, tool_format, ast_languages.language_of(category)).parsed()
+    parsed = decode_ast_action(action, tool_format, languages.language_of(category)).parsed()
     if parsed.failure:
         return (_NOT_DECODED,)
     return _rendered(c.to_dict() for c in parsed.calls)

@@ -41,9 +41,9 @@ from tooluse_agents.export.single_turn import (
 )
 from tooluse_agents.runs.bfcl_scores import bfcl_scores
 from tooluse_agents.runs.records import read_episodes
+from tooluse_gym.decoding.bfcl_ast import decode_ast_action
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.tasks.bfcl_single_turn import CATEGORIES
-from tooluse_gym.tools.bfcl_ast_decoding import decode_ast_action
 from tooluse_gym.types import ToolCall
 
 SINGLE = {**BFCL_ENV, "env_id": "ToolUse-SingleTurn-v0", "system_prompt": "bfcl"}

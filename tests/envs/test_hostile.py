@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tooluse_gym.decoding.limits import MAX_CALLS_PER_MESSAGE, MAX_MESSAGE_CHARS
 from tooluse_gym.envs.tool_env import task_ids
-from tooluse_gym.tools.parsing import MAX_CALLS_PER_MESSAGE, MAX_MESSAGE_CHARS
 
 CANARY = "tooluse_canary_file"
 
@@ -95,7 +95,7 @@ def test_hostile_calls_get_error_results(in_tmp):
     assert obs["messages"][-1]["content"] == "Error during execution: name '_load_scenario' is not defined"
 
 
-def test_hostile_calls_under_bfcl_decoding(in_tmp):
+def test_hostile_calls_under_the_bfcl_decoder(in_tmp):
     """BFCL passes a call without keywords on as its text, and would run a dict-of-dicts as a call."""
     env = gym.make("ToolUse-MultiTurn-v0", category="base", decoder="bfcl")
     env.reset(options={"task_id": "multi_turn_base_0"})

@@ -14,7 +14,7 @@ from tooluse_agents.backends.base import SamplingConfig
 from tooluse_agents.backends.oracle import OracleAgent
 from tooluse_agents.rollout.episode import episode_record
 from tooluse_agents.rollout.loop import RolloutJob, run_rollouts
-from tooluse_gym.ast_languages import language_of
+from tooluse_gym.checking.languages import language_of
 from tooluse_gym.envs.ids import SINGLE_TURN_ID
 from tooluse_gym.envs.tool_env import protocol_card, task_ids
 from tooluse_gym.tasks.bfcl_single_turn import CATEGORIES, GROUPS, UNSATISFIABLE

@@ -1,6 +1,6 @@
 """`tooluse_gym.tools.call_strings.run_call_string` against BFCL's executor: the same result strings.
 
-The call strings are what the decoders hand on (`tooluse_gym.tools.bfcl_decoding`), including
+The call strings are what the decoders hand on (`tooluse_gym.decoding.bfcl`), including
 the unknown, malformed, blocked and wrongly typed calls models write.
 """
 
@@ -12,8 +12,8 @@ import uuid
 from typing import Any
 
 from tests.bfcl_reference import _entries, _free
+from tooluse_gym.decoding.bfcl import decode_function_calls, decode_python, decode_tool_call_tags
 from tooluse_gym.tasks import bfcl
-from tooluse_gym.tools.bfcl_decoding import decode_function_calls, decode_python, decode_tool_call_tags
 from tooluse_gym.tools.call_strings import run_call_string
 from tooluse_gym.tools.runtime import stringify_result
 

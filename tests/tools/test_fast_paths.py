@@ -22,12 +22,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import tooluse_gym.tools.bfcl_decoding as bfcl_decoding
-import tooluse_gym.tools.parsing as parsing
-from tooluse_gym.checker import _missing
+import tooluse_gym.decoding.bfcl as bfcl_decoder
+import tooluse_gym.decoding.lenient as lenient_decoder
+from tooluse_gym.checking.multi_turn import _missing
+from tooluse_gym.decoding.base import DecodeError
+from tooluse_gym.decoding.call_lists import certain_syntax_error, read_call_list
+from tooluse_gym.decoding.text import parse_expression
 from tooluse_gym.tools import call_strings
 from tooluse_gym.tools.binding import bound_arguments
-from tooluse_gym.tools.call_lists import certain_syntax_error, read_call_list
 from tooluse_gym.tools.runtime import stringify_result
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -45,20 +47,20 @@ def _typed(value: Any) -> Any:
 def _bfcl_decode(text: str, fast: bool, monkeypatch) -> Any:
     with monkeypatch.context() as m:
         if not fast:
-            m.setattr(bfcl_decoding, "read_call_list", lambda *a, **k: None)
-            m.setattr(bfcl_decoding, "certain_syntax_error", lambda text: False)
+            m.setattr(bfcl_decoder, "read_call_list", lambda *a, **k: None)
+            m.setattr(bfcl_decoder, "certain_syntax_error", lambda text: False)
         try:
-            return "ok", [(s, n, _typed(a)) for s, n, a in bfcl_decoding._decode_python(text)]
-        except bfcl_decoding.DecodeError as e:
+            return "ok", [(s, n, _typed(a)) for s, n, a in bfcl_decoder._decode_python(text)]
+        except DecodeError as e:
             return "fails", str(e)
 
 
 def _lenient_parse(text: str, fast: bool, monkeypatch) -> Any:
     with monkeypatch.context() as m:
         if not fast:
-            m.setattr(parsing, "read_call_list", lambda *a, **k: None)
-            m.setattr(parsing, "certain_syntax_error", lambda text: False)
-        parsed = parsing.parse_python_calls(text)
+            m.setattr(lenient_decoder, "read_call_list", lambda *a, **k: None)
+            m.setattr(lenient_decoder, "certain_syntax_error", lambda text: False)
+        parsed = lenient_decoder.parse_python_calls(text)
     calls = [(c.name, _typed(dict(c.arguments)), _typed(c.positional), c.error) for c in parsed.calls]
     return parsed.content, parsed.failure, calls
 
@@ -233,15 +235,15 @@ def test_plain_call_runs_and_reads_as_its_string(name, arguments, sep):
         return
     fast = call_strings.run_plain_call(name, arguments, _METHODS, _invoke, repr)
     assert fast == call_strings.run_call_string(source, _METHODS, _invoke, repr)
-    parsed = parsing.parse_python_calls(source)  # what the decoder showed before it had a fast path
+    parsed = lenient_decoder.parse_python_calls(source)  # what the decoder showed before it had a fast path
     (call,) = parsed.calls
     assert not call.error and not call.positional
     assert _typed(call_strings.plain_arguments(arguments)) == _typed(dict(call.arguments))
-    assert _typed(bfcl_decoding._shown(source)) == _typed(dict(call.arguments))
+    assert _typed(bfcl_decoder._shown(source)) == _typed(dict(call.arguments))
 
 
 def _shown_by_lenient_parse(source: str) -> dict[str, Any]:
-    parsed = parsing.parse_python_calls(source)
+    parsed = lenient_decoder.parse_python_calls(source)
     if len(parsed.calls) != 1 or parsed.calls[0].error or parsed.calls[0].positional:
         return {}
     return dict(parsed.calls[0].arguments)
@@ -251,8 +253,8 @@ def test_shown_arguments_equal_the_lenient_parse(all_tasks):
     rng = random.Random(2)
     sources = []
     for text in _texts(all_tasks, 3000, seed=3):
-        with contextlib.suppress(bfcl_decoding.DecodeError):
-            sources += bfcl_decoding.decode_python(text)
+        with contextlib.suppress(DecodeError):
+            sources += bfcl_decoder.decode_python(text)
     sources += [
         "f(a={'k': {'n': 1}})",
         "f(a='<think>x</think>')",
@@ -265,7 +267,7 @@ def test_shown_arguments_equal_the_lenient_parse(all_tasks):
         "```f(a=1)```",
     ]
     for source in sources + [_mutated(rng, s) for s in sources[:2000]]:
-        assert _typed(bfcl_decoding._shown(source)) == _typed(_shown_by_lenient_parse(source)), source
+        assert _typed(bfcl_decoder._shown(source)) == _typed(_shown_by_lenient_parse(source)), source
 
 
 def test_decoded_calls_show_what_the_lenient_parser_reads(all_tasks):
@@ -282,7 +284,7 @@ def test_decoded_calls_show_what_the_lenient_parser_reads(all_tasks):
         call = {"id": "c", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
         actions.append(({"content": "", "tool_calls": [call]}, "python"))
     for action, tool_format in actions:
-        for call in bfcl_decoding.parse_action_bfcl(action, tool_format).calls:
+        for call in bfcl_decoder.parse_action_bfcl(action, tool_format).calls:
             assert _typed(dict(call.arguments)) == _typed(_shown_by_lenient_parse(call.source)), call.source
 
 
@@ -309,7 +311,7 @@ def test_parse_expression_never_warns(source):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         try:
-            tree = parsing.parse_expression(source)
+            tree = parse_expression(source)
         except SyntaxError:
             return
     with warnings.catch_warnings():

@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
-from tests.test_checker_parity import _wrong_value
+from tests.checking.test_checker_parity import _wrong_value
+from tooluse_gym.decoding.lenient import parse_call_string
 from tooluse_gym.tasks import bfcl
-from tooluse_gym.tools.parsing import parse_call_string
 from tooluse_gym.tools.runtime import ToolRuntime
 from tooluse_gym.types import ToolCall
 

@@ -59,7 +59,7 @@ def pool_knobs(pool: TaskPool, defaults: Knobs, given: Mapping[str, Any]) -> Kno
     """An env id's `defaults` with the `given` knobs; a single-turn pool takes the env id's decoder too.
 
     Single-turn tasks are played with the env id's default decoder like any other (``lenient``
-    for the scenario and task envs: `tooluse_gym.tools.lenient_ast_decoding` reads the message,
+    for the scenario and task envs: `tooluse_gym.decoding.lenient_ast` reads the message,
     BFCL's checker judges it, and the card says ``lenient``), or with the decoder given
     (``bfcl``: BFCL's own decoding). `build_env` resolves and refuses what cannot apply to a
     single-turn pool (`tooluse_gym.envs.single_turn_env.resolve_single_turn_knobs`).

@@ -14,14 +14,14 @@ message:
   is off under either decoder), and any other value is refused (`ValueError`) rather than
   recorded on a card where it changed nothing.
 * ``decoder``: ``bfcl`` (the default: BFCL's handlers' decoding) or ``lenient`` (the multi-turn
-  lenient parser, `tooluse_gym.tools.lenient_ast_decoding`: positional arguments bound by the
+  lenient parser, `tooluse_gym.decoding.lenient_ast`: positional arguments bound by the
   schema, ``<think>`` blocks, code fences and prose around the call list tolerated; a message
   with a malformed call fails to decode as a whole). BFCL's checker judges the calls either way.
   ``lenient`` is refused in the Java and JavaScript categories (their calls are Java or
   JavaScript text) and with a ``prompt_format`` whose calls are not a bare Python list.
 * ``prompt_format`` (one configuration of BFCL's format-sensitivity grid) applies to the Python
   categories: the system prompt is BFCL's builder's for it and the message is decoded in its
-  return format (`tooluse_gym.tools.bfcl_format_decoding`). BFCL's grid draws its 200 entries
+  return format (`tooluse_gym.decoding.bfcl_format`). BFCL's grid draws its 200 entries
   from the Python AST categories; the Java and JavaScript categories refuse it (their calls
   are read as Java or JavaScript text, which no configuration asks for).
 

@@ -10,8 +10,11 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from tooluse_gym import ast_languages
-from tooluse_gym.ast_checker import AstVerdict, verdict
+from tooluse_gym.checking import languages
+from tooluse_gym.checking.single_turn import AstVerdict, verdict
+from tooluse_gym.decoding.base import AstDecoded, Decoder
+from tooluse_gym.decoding.dispatch import decoder_for
+from tooluse_gym.decoding.limits import MAX_MESSAGE_CHARS
 from tooluse_gym.envs.base import TaskEnv
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.prompt_formats import PromptFormat
@@ -19,10 +22,6 @@ from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.spaces import AssistantAction, Conversation, ToolSchemas
 from tooluse_gym.tasks.bfcl_single_turn import SingleTurnTask
 from tooluse_gym.tasks.task import Task
-from tooluse_gym.tools.bfcl_ast_decoding import AstDecoded, decode_ast_action
-from tooluse_gym.tools.bfcl_format_decoding import decode_format_action
-from tooluse_gym.tools.lenient_ast_decoding import decode_lenient_action
-from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS
 from tooluse_gym.tools.schemas import openai_tool
 from tooluse_gym.types import StepRecord
 
@@ -74,9 +73,9 @@ class SingleTurnEnv(TaskEnv):
     ## Description
     Each episode is one BFCL single-turn entry: the request (one or more messages) and the
     functions offered. The agent's one message is decoded as BFCL's handlers decode it
-    (``decoder="bfcl"``: `tooluse_gym.tools.bfcl_ast_decoding`) or by the lenient parser
-    (``lenient``: `tooluse_gym.tools.lenient_ast_decoding`), and judged by BFCL's AST checker or
-    its relevance rules (`tooluse_gym.ast_checker`). Nothing is executed.
+    (``decoder="bfcl"``: `tooluse_gym.decoding.bfcl_ast`) or by the lenient parser
+    (``lenient``: `tooluse_gym.decoding.lenient_ast`), and judged by BFCL's AST checker or
+    its relevance rules (`tooluse_gym.checking.single_turn`). Nothing is executed.
 
     ## Action Space
     `AssistantAction`: the message as text (decoded in the ``tool_format`` knob's syntax, or
@@ -128,10 +127,10 @@ class SingleTurnEnv(TaskEnv):
         self.messages: list[dict[str, Any]] = []
         self._verdict: AstVerdict | None = None
         self._done = True
-        self._format = PromptFormat.parse(knobs.prompt_format) if knobs.prompt_format is not None else None
+        self._decoder: Decoder[AstDecoded] | None = None  # the episode's (`decoder_for`), set by reset
         scored = [t for t in self.tasks if isinstance(t, SingleTurnTask)]  # all of them (checked above)
-        other = sorted({t.category for t in scored if ast_languages.language_of(t.test_category) != "python"})
-        if other and self._format is not None:
+        other = sorted({t.category for t in scored if languages.language_of(t.test_category) != "python"})
+        if other and knobs.prompt_format is not None:
             raise ValueError(
                 f"prompt_format applies to BFCL's Python categories (its format grid draws from them); "
                 f"{', '.join(other)} read calls as Java or JavaScript text: choose Python categories or task_ids"
@@ -152,6 +151,8 @@ class SingleTurnEnv(TaskEnv):
         task = self.task = self.draw_task(seed, options)
         self.messages = [dict(m) for m in task.turns[0]]
         self._verdict = None
+        assert isinstance(task, SingleTurnTask)  # the constructor takes no other
+        self._decoder = decoder_for(self.knobs, task)
         self._done = False
         protocol = {**self._protocol_dict, "seed": seed, "extra": dict(self._protocol_dict["extra"])}
         info = {"task_id": task.task_id, "turn": 0, "steps_in_turn": 0, "protocol": protocol, "task": task}
@@ -168,7 +169,9 @@ class SingleTurnEnv(TaskEnv):
             raise gym.error.ResetNeeded("the episode has ended; call reset() before step()")
         task = self.episode_task()
         assert isinstance(task, SingleTurnTask)
-        decoded = self._decode(action, task)
+        decoder = self._decoder
+        assert decoder is not None  # reset sets it with the task
+        decoded = decoder.decode(action)
         result = self._verdict = verdict(
             decoded,
             check=task.check,
@@ -194,20 +197,6 @@ class SingleTurnEnv(TaskEnv):
         info["steps_in_turn"] = 0
         info["env_messages"] = []
         return self._obs(), reward, True, False, info
-
-    def _decode(self, action: Any, task: SingleTurnTask) -> AstDecoded:
-        """The message as the ``decoder`` knob reads it: BFCL's decoders, or the lenient parser.
-
-        ``bfcl``: in the ``prompt_format`` knob's return format when set, else in ``tool_format``
-        and the category's language; ``lenient``: `tooluse_gym.tools.lenient_ast_decoding`.
-        """
-        if self.knobs.decoder == "lenient":  # a prompt_format here asks for Python lists (tool_format python)
-            return decode_lenient_action(
-                action, self.knobs.tool_format, task.checker_docs, underscore_to_dot=task.underscore_to_dot
-            )
-        if self._format is not None:
-            return decode_format_action(action, self._format.return_format, self._format.tool_call_tag)
-        return decode_ast_action(action, self.knobs.tool_format, ast_languages.language_of(task.test_category))
 
     def _shown_verdict(self) -> Any:
         return self._verdict

@@ -12,14 +12,22 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from tooluse_gym.checker import CheckResult, EpisodeChecker, LiveTruth, TruthTurn, TruthTurns, play_ground_truth
+from tooluse_gym.checking.multi_turn import (
+    CheckResult,
+    EpisodeChecker,
+    LiveTruth,
+    TruthTurn,
+    TruthTurns,
+    play_ground_truth,
+)
+from tooluse_gym.decoding.base import Decoder
+from tooluse_gym.decoding.dispatch import decoder_for
+from tooluse_gym.decoding.limits import MAX_MESSAGE_CHARS
 from tooluse_gym.envs.base import TaskEnv, task_env
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.spaces import AssistantAction, Conversation, ToolSchemas
 from tooluse_gym.tasks.task import Task
-from tooluse_gym.tools.bfcl_decoding import parse_action_bfcl
-from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS, parse_action
 from tooluse_gym.tools.runtime import BackendHooks, CallRecord, ToolRuntime
 from tooluse_gym.tools.schemas import openai_tool
 from tooluse_gym.tools.snapshots import InstanceSnapshots
@@ -36,7 +44,7 @@ class EnvConfig:
         knobs: The knobs (`tooluse_gym.envs.knobs.Knobs`); the base env applies ``tool_format``,
             ``decoder``, ``strict_tools``, ``validate_args`` and ``max_steps_per_turn``, the
             wrappers the rest. ``decoder="bfcl"`` decodes and executes each message exactly as
-            bfcl_eval does (`tooluse_gym.tools.bfcl_decoding`: keyword arguments only, a message
+            bfcl_eval does (`tooluse_gym.decoding.bfcl`: keyword arguments only, a message
             that fails to decode ends the turn, no argument validation), without eval.
         truth_cache_size: Tasks whose ground-truth replay is kept once they are played a
             second time (about 20 kB each for BFCL), and whose freshly loaded simulators are
@@ -121,6 +129,7 @@ class ToolUseEnv(TaskEnv):
         self.action_space = AssistantAction(MAX_MESSAGE_CHARS)
         self.observation_space = spaces.Dict({"messages": Conversation(), "tools": ToolSchemas()})
         self.task: Task | None = None
+        self._decoder: Decoder[ParsedAction] | None = None  # the episode's (`decoder_for`), set by reset
         self._done = True
 
     # --- Gymnasium API -------------------------------------------------------------------
@@ -134,6 +143,7 @@ class ToolUseEnv(TaskEnv):
         those in `tooluse_gym.envs.base.RESET_OPTIONS`, raises `ValueError`.
         """
         task = self.task = self.draw_task(seed, options)
+        self._decoder = decoder_for(self.config.knobs, task)
         # a task's first episode loads its simulators; later ones start from snapshots of them
         key = task.task_id
         self._replay = key in self._truth_cache or key in self._played_once
@@ -166,10 +176,9 @@ class ToolUseEnv(TaskEnv):
         if self._done:
             raise gym.error.ResetNeeded("the episode has ended; call reset() before step()")
         task = self.episode_task()
-        if self.config.knobs.decoder == "bfcl":
-            parsed = parse_action_bfcl(action, self.config.knobs.tool_format)
-        else:
-            parsed = parse_action(action, self.config.knobs.tool_format)
+        decoder = self._decoder
+        assert decoder is not None  # reset sets it with the task
+        parsed = decoder.decode(action)
         self.messages.append(self._assistant_message(action, parsed))
         answered = len(self.messages)
         info: dict[str, Any] = {"task_id": task.task_id, "turn": self.turn}

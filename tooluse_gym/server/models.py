@@ -24,8 +24,8 @@ from typing import Any
 
 from pydantic import Field
 
+from tooluse_gym.decoding.limits import MAX_MESSAGE_CHARS
 from tooluse_gym.errors import DependencyNotInstalled
-from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS
 
 try:
     from openenv.core.env_server.types import Action, Observation, State

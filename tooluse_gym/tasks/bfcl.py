@@ -21,11 +21,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from tooluse_gym.decoding.lenient import parse_call_string
 from tooluse_gym.errors import DependencyNotInstalled, TaskLoadError
 from tooluse_gym.tasks.selection import select_tasks
 from tooluse_gym.tasks.task import Task
 from tooluse_gym.tools.binding import call_arguments
-from tooluse_gym.tools.parsing import parse_call_string
 from tooluse_gym.tools.runtime import BackendHooks, copy_state
 from tooluse_gym.tools.schemas import DocCache
 from tooluse_gym.types import ToolCall

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from tooluse_gym import ast_languages
+from tooluse_gym.checking import languages
 from tooluse_gym.errors import TaskLoadError
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.selection import select_tasks
@@ -49,7 +49,7 @@ LIVE = (
 CATEGORIES = NON_LIVE + LIVE
 """BFCL's single-turn categories (its names), every one of which this env plays."""
 LANGUAGE_CATEGORIES = ("simple_java", "simple_javascript")
-"""Categories whose values are Java or JavaScript source strings (`tooluse_gym.ast_languages`)."""
+"""Categories whose values are Java or JavaScript source strings (`tooluse_gym.checking.languages`)."""
 GROUPS: Mapping[str, tuple[str, ...]] = {"non_live": NON_LIVE, "live": LIVE, "single_turn": CATEGORIES}
 """BFCL's group names, each with the categories it holds."""
 CHECKS = ("ast", "irrelevance", "relevance")
@@ -175,7 +175,7 @@ def _to_task(
     checked = bfcl._shared_docs(docs) if category in LANGUAGE_CATEGORIES else ()
     check = check_of(category)
     if check == "ast":
-        language = ast_languages.language_of(category)
+        language = languages.language_of(category)
         calls = tuple(_reference_call(item, checked or functions, underscore_to_dot, language) for item in answer)
     elif check == "relevance":
         calls = (ToolCall(name=_name(functions[0]["name"], underscore_to_dot)),)
@@ -237,5 +237,5 @@ def _reference_call(
             if language == "python":
                 arguments[param] = realize_value(value, spec)
             else:
-                arguments[param] = ast_languages.realize(language, value, spec)
+                arguments[param] = languages.realize(language, value, spec)
     return ToolCall(name=_name(name, dot), arguments=arguments)

@@ -41,13 +41,13 @@ from typing import Any
 import jsonschema
 import yaml
 
+from tooluse_gym.decoding.lenient import parse_call_string
 from tooluse_gym.errors import TaskLoadError
 from tooluse_gym.tasks.scenario_hints import quoted_list, rejoin_calls, schema_problems
 from tooluse_gym.tasks.scenario_single_turn import single_turn_task
 from tooluse_gym.tasks.scenario_state import state_problems
 from tooluse_gym.tasks.task import Task
 from tooluse_gym.tools.binding import call_arguments
-from tooluse_gym.tools.parsing import parse_call_string
 from tooluse_gym.tools.registry import ToolBackend, combined_hooks, get_backend
 from tooluse_gym.tools.runtime import BackendHooks, ToolRuntime
 from tooluse_gym.tools.schemas import validation_error

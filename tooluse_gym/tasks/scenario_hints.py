@@ -16,7 +16,7 @@ from typing import Any
 
 from jsonschema.exceptions import ValidationError
 
-from tooluse_gym.tools.parsing import parse_call_string
+from tooluse_gym.decoding.lenient import parse_call_string
 
 _NOUNS = {
     "scenarios": "a scenario",

@@ -1,7 +1,7 @@
 """Single-turn scenarios: one request, the functions offered, and BFCL's possible answers.
 
 A scenario with a ``single_turn`` block instead of ``turns`` is one request answered by one
-message and judged as BFCL judges its single-turn entries (`tooluse_gym.ast_checker`); nothing
+message and judged as BFCL judges its single-turn entries (`tooluse_gym.checking.single_turn`); nothing
 is executed, so its backends only lend their function docs:
 
     - id: add_then_multiply
@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tooluse_gym.ast_checker import check_calls
+from tooluse_gym.checking.single_turn import check_calls
 from tooluse_gym.tasks.bfcl_single_turn import SingleTurnTask, realize_value
 from tooluse_gym.types import ToolCall
 

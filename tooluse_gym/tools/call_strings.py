@@ -13,7 +13,8 @@ Intended differences, for text BFCL would evaluate and we do not: callables that
 not simulator methods (builtins such as ``print``, modules such as ``json`` in the
 executor's namespace) are unknown names; method calls on literals (``'a'.upper()``),
 subscripts, comprehensions and ``*``/``**`` unpacking are refused with an error result;
-arithmetic is bounded (`tooluse_gym.tools.arithmetic`).
+arithmetic is bounded (`tooluse_gym.decoding.arithmetic`); the size limits are
+`tooluse_gym.decoding.limits`'.
 """
 
 from __future__ import annotations
@@ -26,19 +27,25 @@ from keyword import iskeyword
 from math import isfinite
 from typing import Any
 
-from tooluse_gym.tools import arithmetic
-from tooluse_gym.tools.parsing import MAX_MESSAGE_CHARS, parse_expression
+from tooluse_gym.decoding import arithmetic
+from tooluse_gym.decoding.limits import (
+    MAX_BFCL_EXPRESSION_DEPTH,
+    MAX_BFCL_EXPRESSION_NODES,
+    MAX_CALL_STRING_CHARS,
+    MAX_MESSAGE_CHARS,
+)
+from tooluse_gym.decoding.text import parse_expression
+from tooluse_gym.errors import ToolUseGymError
 
 BLOCKED_NAMES = ("kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run")
 """Names BFCL's executor refuses to call, checked exactly as it does (on the outermost call)."""
-MAX_SOURCE_CHARS = 300_000
 _METHOD_CALL = re.compile(r"\b([a-zA-Z_]\w*)\s*(?=\()")
 _PREFIX = "instance"
 
 Invoke = Callable[[str, tuple[Any, ...], dict[str, Any]], Any]
 
 
-class Refused(Exception):
+class Refused(ToolUseGymError):
     """An expression outside the subset we interpret; its message becomes the error result."""
 
 
@@ -54,7 +61,7 @@ def run_call_string(source: str, methods: Container[str], invoke: Invoke, string
     """The tool-result string of one call string.
 
     Args:
-        source: The call string (from `tooluse_gym.tools.bfcl_decoding`).
+        source: The call string (from `tooluse_gym.decoding.bfcl`).
         methods: The callable method names.
         invoke: ``(name, args, kwargs) -> return value``; runs one method (and may raise).
         stringify: BFCL's conversion of a return value to the result string.
@@ -161,8 +168,8 @@ def run_plain_call(
 
 def evaluate_call_string(source: str, methods: Container[str], invoke: Invoke) -> Any:
     """The value of `source`, raising what BFCL's evaluation of it would raise (or `Refused`)."""
-    if len(source) > MAX_SOURCE_CHARS:
-        raise Refused(f"call longer than {MAX_SOURCE_CHARS} characters")
+    if len(source) > MAX_CALL_STRING_CHARS:
+        raise Refused(f"call longer than {MAX_CALL_STRING_CHARS} characters")
     blocked = blocked_name(source, methods)
     if blocked is not None:
         raise Refused(f"Function call {blocked} is not allowed.")
@@ -237,11 +244,11 @@ class _Interpreter:
     def __init__(self, methods: Container[str], invoke: Invoke):
         self.methods = methods
         self.invoke = invoke
-        self.budget = [arithmetic.MAX_NODES]
+        self.budget = [MAX_BFCL_EXPRESSION_NODES]
 
     def eval(self, node: ast.expr, depth: int) -> Any:
         self.budget[0] -= 1
-        if self.budget[0] < 0 or depth > arithmetic.MAX_DEPTH:
+        if self.budget[0] < 0 or depth > MAX_BFCL_EXPRESSION_DEPTH:
             raise Refused("call too large")
         if isinstance(node, ast.Call):
             return self._call(node, depth)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
+from tooluse_gym.errors import ToolUseGymError
 from tooluse_gym.tasks.task import Task
 from tooluse_gym.tools.binding import bound_arguments, call_arguments, public_methods
 from tooluse_gym.tools.call_strings import plain_call, run_call_string, run_plain_call
@@ -58,7 +59,7 @@ class BackendHooks:
     snapshots: bool = False
 
 
-class _Refused(Exception):
+class _Refused(ToolUseGymError):
     """A call the runtime refuses before running it."""
 
 

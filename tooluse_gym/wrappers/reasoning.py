@@ -6,8 +6,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from tooluse_gym.decoding.text import strip_reasoning
 from tooluse_gym.envs.knobs import REASONING_MODES, check_choice
-from tooluse_gym.tools.parsing import strip_reasoning
 
 
 def remove_reasoning(message: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from tooluse_gym.errors import DependencyNotInstalled
+from tooluse_gym.errors import DependencyNotInstalled, ToolUseGymError
 from tooluse_gym.spaces import ChatText
 
 MAX_PROMPT_CHARS = 50_000_000
@@ -41,7 +41,7 @@ def load_tokenizer(name: str) -> Any:
     return AutoTokenizer.from_pretrained(resolve_name(name))
 
 
-class ToolsNotShownWarning(UserWarning):
+class ToolsNotShownWarning(ToolUseGymError, UserWarning):
     """The observation offers tools but the chat template has no place for them: the model never sees them.
 
     It happens with ``system_prompt="none"`` (or literal text without ``{functions}``), where the

@@ -1,10 +1,10 @@
 """The ``lenient`` decoder for single-turn tasks: the multi-turn lenient parser, then BFCL's AST checker.
 
-`decode_lenient_action` reads one message with the parser of `tooluse_gym.tools.parsing` (the
+`decode_lenient_action` reads one message with the parser of `tooluse_gym.decoding.lenient` (the
 one ``decoder="lenient"`` uses on multi-turn tasks) and hands the calls to BFCL's checker in the
 shape BFCL's own decoder gives them (`AstDecoded`), so only how text becomes calls changes; the
-verdicts and error types are the checker's (`tooluse_gym.ast_checker.verdict`). What it reads
-beyond BFCL's decoder (`tooluse_gym.tools.bfcl_ast_decoding`):
+verdicts and error types are the checker's (`tooluse_gym.checking.single_turn.verdict`). What it reads
+beyond BFCL's decoder (`tooluse_gym.decoding.bfcl_ast`):
 
 * positional arguments, bound to parameter names in the order the function's schema lists
   them (``parameters.properties``); a function the task does not offer has no schema, so its
@@ -12,7 +12,7 @@ beyond BFCL's decoder (`tooluse_gym.tools.bfcl_ast_decoding`):
 * ``<think>`` blocks anywhere (and the reasoning before a lone ``</think>``), a code fence
   around the call list, and prose around it: when the whole message is not a call list, the
   first fenced block or bracketed call list (``[name(...), ...]``) in it that holds calls is
-  read (at most `MAX_CANDIDATES` are tried);
+  read (at most `MAX_LENIENT_CANDIDATES` are tried);
 * ``<tool_call>`` blocks without the newlines BFCL's handler needs, with ``parameters`` for
   ``arguments``; structured ``tool_calls`` whose arguments are an object rather than a JSON string.
 
@@ -40,27 +40,38 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from tooluse_gym.tools.bfcl_ast_decoding import AstDecoded, Call
-from tooluse_gym.tools.bfcl_decoding import visible_response
-from tooluse_gym.tools.parsing import (
-    MAX_MESSAGE_CHARS,
-    content_failure,
-    parse_json_calls,
-    parse_python_calls,
-    parse_structured_calls,
-    strip_reasoning,
-)
+from tooluse_gym.decoding.base import AstDecoded, Call
+from tooluse_gym.decoding.lenient import parse_json_calls, parse_python_calls, parse_structured_calls
+from tooluse_gym.decoding.limits import MAX_LENIENT_CANDIDATES, MAX_MESSAGE_CHARS
+from tooluse_gym.decoding.text import content_failure, strip_reasoning, visible_response
 from tooluse_gym.types import ParsedAction, ToolCall
 
-__all__ = ["MAX_CANDIDATES", "decode_lenient_action", "embedded_call_lists"]
-
-MAX_CANDIDATES = 16
-"""Fenced blocks and bracketed lists tried in a message that is not a call list as a whole."""
+__all__ = ["LenientAstDecoder", "decode_lenient_action", "embedded_call_lists"]
 
 _FENCED = re.compile(r"```[\w+-]*[ \t]*\n(.*?)```", re.DOTALL)
 _LIST_START = re.compile(r"\[\s*[^\W\d][\w.]*\s*\(")
+
+
+@dataclass(frozen=True)
+class LenientAstDecoder:
+    """The lenient rule on single-turn tasks (`decode_lenient_action`): the calls BFCL's checker takes.
+
+    Attributes:
+        tool_format: ``python`` (call lists) or ``json`` (``<tool_call>`` blocks).
+        functions: The task's function docs (their schemas bind positional arguments).
+        underscore_to_dot: The functions are offered with dots written as underscores.
+    """
+
+    tool_format: str
+    functions: Sequence[Mapping[str, Any]] = field(default=())
+    underscore_to_dot: bool = False
+
+    def decode(self, action: Any) -> AstDecoded:
+        """The calls of one message, read leniently (`decode_lenient_action`)."""
+        return decode_lenient_action(action, self.tool_format, self.functions, underscore_to_dot=self.underscore_to_dot)
 
 
 def decode_lenient_action(
@@ -119,21 +130,21 @@ def _python_calls(text: str) -> ParsedAction:
 def embedded_call_lists(text: str) -> Iterator[str]:
     """Fenced blocks' bodies and bracketed lists that start with a call (``[name(``), in text order.
 
-    At most `MAX_CANDIDATES`; a bracketed list runs to its matching ``]`` (brackets inside string
+    At most `MAX_LENIENT_CANDIDATES`; a bracketed list runs to its matching ``]`` (brackets inside string
     literals skipped), and one without a match is not a candidate.
     """
     starts: list[tuple[int, str]] = []
     for match in _FENCED.finditer(text):
         starts.append((match.start(), match.group(1)))
-        if len(starts) >= MAX_CANDIDATES:
+        if len(starts) >= MAX_LENIENT_CANDIDATES:
             break
     for n, match in enumerate(_LIST_START.finditer(text)):
-        if n >= MAX_CANDIDATES:
+        if n >= MAX_LENIENT_CANDIDATES:
             break
         end = _closing(text, match.start())
         if end is not None:
             starts.append((match.start(), text[match.start() : end]))
-    for _, candidate in sorted(starts, key=lambda s: s[0])[:MAX_CANDIDATES]:
+    for _, candidate in sorted(starts, key=lambda s: s[0])[:MAX_LENIENT_CANDIDATES]:
         yield candidate
 
 

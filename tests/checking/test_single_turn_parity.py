@@ -1,7 +1,7 @@
 """Single-turn parity with BFCL: our decoders and AST checker against bfcl_eval's own, verdict for verdict.
 
 Every response (each entry's reference answer and its perturbations, `tests.single_turn_cases`)
-is scored twice: by `tooluse_gym.ast_checker.verdict` on `decode_ast_action`'s reading (what
+is scored twice: by `tooluse_gym.checking.single_turn.verdict` on `decode_ast_action`'s reading (what
 `ToolUse-SingleTurn-v0` does in `step`), and by bfcl_eval's eval runner with its own handlers
 (`tests.bfcl_single_turn_reference`). Valid flag and error type must be equal. The fast tests
 take a few entries of every category; the slow ones every entry.
@@ -16,10 +16,10 @@ import pytest
 
 from tests.bfcl_single_turn_reference import official_verdict
 from tests.single_turn_cases import FORMATS, UNWRITTEN_AS_JAVA_TEXT, cases, message
-from tooluse_gym.ast_checker import verdict
-from tooluse_gym.ast_languages import language_of
+from tooluse_gym.checking.languages import language_of
+from tooluse_gym.checking.single_turn import verdict
+from tooluse_gym.decoding.bfcl_ast import decode_ast_action
 from tooluse_gym.tasks.bfcl_single_turn import CATEGORIES, UNSATISFIABLE, SingleTurnTask, load_single_turn_tasks
-from tooluse_gym.tools.bfcl_ast_decoding import decode_ast_action
 
 pytest.importorskip("tree_sitter", reason="bfcl_eval's decoders need tree_sitter (the dev extra)")
 

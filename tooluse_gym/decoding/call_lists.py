@@ -1,4 +1,4 @@
-"""Read the common shape of a Python call list exactly as Python's parser would, without `compile`.
+"""The decoders' fast path: the common shape of a Python call list, read as Python's parser would, without `compile`.
 
 Models (and the oracle) mostly write ``[cd(folder='docs'), mv(source='a.txt', destination='b')]``:
 calls of plain names with keyword arguments whose values are strings, numbers, True/False/None,
@@ -14,8 +14,9 @@ to `ast` for every other text. Where it answers, the answer is what the `ast` tr
   spaces, tabs and newlines between them (all inside brackets, where Python ignores newlines);
 * a number touching a name, a dot or a digit, two strings in a row, a keyword other than
   True/False/None, ``__debug__``, a repeated keyword argument, a positional argument, a trailing
-  comma, more than 64 calls, nesting deeper than 8 lists, more than 4096 characters or a lone
-  surrogate all give up, as does any other character outside a string.
+  comma, more than 64 calls, nesting deeper than 8 lists, more than 4096 characters (the
+  ``MAX_FAST_PATH_*`` limits of `tooluse_gym.decoding.limits`) or a lone surrogate all give up, as
+  does any other character outside a string.
 """
 
 from __future__ import annotations
@@ -24,9 +25,8 @@ import re
 from keyword import iskeyword
 from typing import Any
 
-MAX_CHARS = 4096
-MAX_CALLS = 64
-MAX_DEPTH = 8
+from tooluse_gym.decoding.limits import MAX_FAST_PATH_CALLS, MAX_FAST_PATH_CHARS, MAX_FAST_PATH_DEPTH
+from tooluse_gym.errors import ToolUseGymError
 
 _STRING = r"'[^'\\\x00-\x08\x0a-\x1f\x7f]*'" + "|" + r'"[^"\\\x00-\x08\x0a-\x1f\x7f]*"'
 _NUMBER = r"-?(?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,17})?(?![0-9A-Za-z_.])"
@@ -67,7 +67,7 @@ _TWO_WORDS = re.compile(r"(?<![\w])([A-Za-z_]\w*)[ ]+(?=([A-Za-z_]\w*))")
 _SOFT = frozenset({"match", "case", "type", "_"})
 
 
-class _GiveUp(Exception):
+class _GiveUp(ToolUseGymError):
     pass
 
 
@@ -78,7 +78,7 @@ def read_call_list(text: str, names: bool) -> list[tuple[str, dict[str, Any]]] |
         text: A bracketed call list.
         names: Read a bare name as its string (BFCL's decoder); when False a bare name gives up.
     """
-    if len(text) > MAX_CHARS or not text.startswith("[") or not text.endswith("]"):
+    if len(text) > MAX_FAST_PATH_CHARS or not text.startswith("[") or not text.endswith("]"):
         return None
     if "(" not in text:  # no call: only an empty list reads as one
         return [] if not text[1:-1].strip(" \t\n") else None
@@ -136,7 +136,7 @@ def _calls(tokens: list[str], names: bool) -> list[tuple[str, dict[str, Any]]]:
             i += 1
             if mark == "]":
                 break
-            if mark != "," or len(out) >= MAX_CALLS:
+            if mark != "," or len(out) >= MAX_FAST_PATH_CALLS:
                 raise _GiveUp
     if i != len(tokens):
         raise _GiveUp
@@ -154,7 +154,7 @@ def _value(tokens: list[str], i: int, depth: int, names: bool) -> tuple[Any, int
         value = float(digits) if "." in digits else int(digits)
         return (-value if first == "-" else value), i + 1
     if first == "[":
-        if depth >= MAX_DEPTH:
+        if depth >= MAX_FAST_PATH_DEPTH:
             raise _GiveUp
         items: list[Any] = []
         i += 1

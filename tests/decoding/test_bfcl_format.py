@@ -1,10 +1,10 @@
-"""`tooluse_gym.tools.bfcl_format_decoding` against bfcl_eval's own decoders, and on hostile text.
+"""`tooluse_gym.decoding.bfcl_format` against bfcl_eval's own decoders, and on hostile text.
 
 The JSON and XML return formats are compared with bfcl_eval's ``default_decode_ast_prompting``
 on generated text (its JSON and XML paths evaluate nothing; the texts stay short because its
 JSON pattern takes exponential time on some of them); the linear scan that replaces that
 pattern is compared with `re` itself, and the literal reader with `ast.literal_eval`. The
-Python format is BFCL's Python decoder (`tests.tools.test_bfcl_decoding`). Every decoder must
+Python format is BFCL's Python decoder (`tests.decoding.test_bfcl`). Every decoder must
 return, never raise, and finish quickly on text built to be slow, deep or huge.
 """
 
@@ -22,10 +22,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from tooluse_gym.decoding.base import DecodeError
+from tooluse_gym.decoding.bfcl_format import decode_format_action, json_list_span, literal_value
 from tooluse_gym.prompt_formats import RETURN_FORMATS
 from tooluse_gym.tasks import bfcl
-from tooluse_gym.tools.bfcl_decoding import DecodeError
-from tooluse_gym.tools.bfcl_format_decoding import decode_format_action, json_list_span, literal_value
 
 SETTINGS = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 BFCL_JSON_LIST = re.compile(r"\[\s*{.*?}\s*(?:,\s*{.*?}\s*)*\]", re.DOTALL)

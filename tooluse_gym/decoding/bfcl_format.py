@@ -6,7 +6,7 @@ with ``default_decode_ast_prompting(text, ret_fmt, tool_call_tag)``: the text lo
 what lies between the first ``<TOOLCALL>`` and the ``</TOOLCALL>`` after it is decoded (none:
 a failure); then, by return format:
 
-* ``python``: a Python call list, read as `tooluse_gym.tools.bfcl_decoding.python_calls`
+* ``python``: a Python call list, read as `tooluse_gym.decoding.bfcl.python_calls`
   reads it (bounded arithmetic in place of BFCL's ``eval``);
 * ``json``: the text from the first ``[`` to the last ``]``, narrowed by BFCL's pattern
   ``\[\s*{.*?}\s*(?:,\s*{.*?}\s*)*\]`` (found here by a linear scan that returns the match
@@ -20,7 +20,8 @@ a failure); then, by return format:
   (concise), converted by their ``type``: ``integer`` with `int`, ``float`` with `float`,
   ``boolean`` true when the text is ``true`` in any case, ``null`` None, ``array`` /
   ``tuple`` / ``object`` / ``dict`` as a Python literal (read here without
-  `ast.literal_eval`'s unbounded recursion, to the same values), anything else as text.
+  `ast.literal_eval`'s unbounded recursion, to the same values: the `PYTHON_LITERAL` rule of
+  `tooluse_gym.decoding.literals`), anything else as text.
 
 Any exception BFCL's decoder would raise is a decoding failure (BFCL's runner scores it
 ``ast_decoder:decoder_failed``). Text after the last ``</think>`` is decoded, as in the other
@@ -30,22 +31,39 @@ literal deeper than 100 levels or over 20,000 nodes fails to decode here, where 
 
 from __future__ import annotations
 
-import ast
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from tooluse_gym.tools import arithmetic
-from tooluse_gym.tools.bfcl_ast_decoding import AstDecoded
-from tooluse_gym.tools.bfcl_decoding import DecodeError, python_call_list, visible_response
-from tooluse_gym.tools.parsing import MAX_CALLS_PER_MESSAGE, MAX_MESSAGE_CHARS, parse_expression
+from tooluse_gym.decoding.base import AstDecoded, Call, DecodeError
+from tooluse_gym.decoding.bfcl import python_call_list
+from tooluse_gym.decoding.limits import MAX_CALLS_PER_MESSAGE, MAX_MESSAGE_CHARS
+from tooluse_gym.decoding.literals import PYTHON_LITERAL, Walk
+from tooluse_gym.decoding.text import parse_expression, visible_response
 
-__all__ = ["decode_format_action", "json_list_span"]
+__all__ = ["BfclFormatDecoder", "decode_format_action", "json_list_span", "literal_value"]
 
-Call = tuple[Any, Any]
 _TAG_OPEN, _TAG_CLOSE = "<TOOLCALL>", "</TOOLCALL>"
 _XML_OPEN, _XML_CLOSE = "<functions>", "</functions>"
+
+
+@dataclass(frozen=True)
+class BfclFormatDecoder:
+    """BFCL's decoding of one format-grid configuration's return format (`decode_format_action`).
+
+    Attributes:
+        return_format: ``python``, ``json``, ``verbose_xml`` or ``concise_xml``.
+        tool_call_tag: The calls stand inside ``<TOOLCALL>...</TOOLCALL>``.
+    """
+
+    return_format: str
+    tool_call_tag: bool
+
+    def decode(self, action: Any) -> AstDecoded:
+        """The calls of one message as BFCL's checker takes them (`decode_format_action`)."""
+        return decode_format_action(action, self.return_format, self.tool_call_tag)
 
 
 def decode_format_action(action: Any, return_format: str, tool_call_tag: bool) -> AstDecoded:
@@ -255,66 +273,7 @@ def literal_value(source: str) -> Any:
         body = parse_expression(source.lstrip(" \t")).body
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         raise DecodeError(f"not a Python literal ({type(e).__name__})") from None
-    return _literal(body, 0, [arithmetic.MAX_NODES])
-
-
-_NUMBERS = (int, float, complex)
-
-
-def _literal(node: ast.expr, depth: int, budget: list[int]) -> Any:
-    budget[0] -= 1
-    if budget[0] < 0 or depth > arithmetic.MAX_DEPTH:
-        raise DecodeError("literal too large")
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        items = [_literal(e, depth + 1, budget) for e in node.elts]
-        if isinstance(node, ast.List):
-            return items
-        if isinstance(node, ast.Tuple):
-            return tuple(items)
-        return _hashed(set, items)
-    if isinstance(node, ast.Dict):
-        if any(k is None for k in node.keys):
-            raise DecodeError("not a Python literal (** in a dict)")
-        keys = [_literal(k, depth + 1, budget) for k in node.keys if k is not None]
-        values = [_literal(v, depth + 1, budget) for v in node.values]
-        return _hashed(dict, list(zip(keys, values, strict=True)))
-    if _empty_set_call(node):
-        return set()
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
-        return _signed(node)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
-        left, right = _signed(node.left), node.right
-        if type(left) in (int, float) and isinstance(right, ast.Constant) and type(right.value) is complex:
-            return left + right.value if isinstance(node.op, ast.Add) else left - right.value
-    raise DecodeError(f"not a Python literal ({type(node).__name__})")
-
-
-def _empty_set_call(node: ast.expr) -> bool:
-    """``set()``: the one call ``literal_eval`` accepts."""
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
-        return False
-    return node.func.id == "set" and not node.args and not node.keywords
-
-
-def _signed(node: ast.expr) -> Any:
-    """``literal_eval``'s signed number: a number constant, or ``+`` / ``-`` applied to one."""
-    if isinstance(node, ast.Constant) and type(node.value) in _NUMBERS:
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
-        operand = node.operand
-        if isinstance(operand, ast.Constant) and type(operand.value) in _NUMBERS:
-            number: Any = operand.value
-            return +number if isinstance(node.op, ast.UAdd) else -number
-    raise DecodeError("not a Python literal (an operator on something other than a number)")
-
-
-def _hashed(kind: Any, items: list[Any]) -> Any:
-    try:
-        return kind(items)
-    except TypeError:
-        raise DecodeError("not a Python literal (an unhashable key)") from None
+    return Walk(PYTHON_LITERAL).value(body)
 
 
 _DECODERS = {"python": _python, "json": _json, "verbose_xml": _verbose_xml, "concise_xml": _concise_xml}

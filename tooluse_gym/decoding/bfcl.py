@@ -10,7 +10,7 @@ evaluating anything. Three response shapes, each as the handler BFCL uses for it
   missing, and the text must then parse as a list of calls. Only keyword arguments are
   kept (positional ones are dropped), a bare name becomes its string (``folder=docs`` is
   ``'docs'``), a unary operator on a number negates it (whatever the operator), binary
-  arithmetic is computed (by `tooluse_gym.tools.arithmetic`, bounded), a call without
+  arithmetic is computed (bounded: `tooluse_gym.decoding.literals`), a call without
   keywords becomes its source text, a call with keywords stays a nested call, a subscript
   becomes its source text, and a dict whose values are all dicts is written as a call of
   its first key. Anything else (prose, a code fence with a language tag, two lists, a
@@ -32,34 +32,45 @@ import ast
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from tooluse_gym.tools import arithmetic
-from tooluse_gym.tools.call_lists import certain_syntax_error, read_call_list
+from tooluse_gym.decoding.base import DecodeError
+from tooluse_gym.decoding.call_lists import certain_syntax_error, read_call_list
+from tooluse_gym.decoding.lenient import literal_call, parse_python_calls
+from tooluse_gym.decoding.limits import MAX_CALLS_PER_MESSAGE, MAX_MESSAGE_CHARS
+from tooluse_gym.decoding.literals import BFCL_ARGUMENTS, Walk, bfcl_call
+from tooluse_gym.decoding.text import content_failure, parse_expression, visible_response
 from tooluse_gym.tools.call_strings import call_tree, plain_arguments, plain_call
-from tooluse_gym.tools.parsing import (
-    MAX_CALLS_PER_MESSAGE,
-    MAX_MESSAGE_CHARS,
-    content_failure,
-    literal_call,
-    parse_expression,
-    parse_python_calls,
-)
 from tooluse_gym.types import ParsedAction, ToolCall
 
-# The same size limits as the lenient parser and the arithmetic evaluator (the README lists them).
-MAX_DEPTH, MAX_NODES = arithmetic.MAX_DEPTH, arithmetic.MAX_NODES
+__all__ = [
+    "BfclDecoder",
+    "decode_function_calls",
+    "decode_python",
+    "decode_tool_call_tags",
+    "parse_action_bfcl",
+    "python_call_list",
+    "python_calls",
+    "tool_call_objects",
+]
 
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>\n(.*?)\n</tool_call>", re.DOTALL)
 
 
-class DecodeError(ValueError):
-    """BFCL's decoder would raise on this response (the turn ends)."""
+@dataclass(frozen=True)
+class BfclDecoder:
+    """BFCL's decoding on multi-turn tasks (`parse_action_bfcl`): each call carries its call string.
 
+    Attributes:
+        tool_format: ``python`` (call lists) or ``json`` (``<tool_call>`` blocks).
+    """
 
-def visible_response(text: str) -> str:
-    """The text BFCL's reasoning-model handlers decode: what follows the last ``</think>``."""
-    return text.split("</think>")[-1].lstrip("\n") if "</think>" in text else text
+    tool_format: str
+
+    def decode(self, action: Any) -> ParsedAction:
+        """The calls of one message as BFCL decodes them (`parse_action_bfcl`)."""
+        return parse_action_bfcl(action, self.tool_format)
 
 
 # --- python text ---------------------------------------------------------------------
@@ -100,7 +111,7 @@ def python_call_list(text: str) -> list[tuple[Any, dict[Any, Any]]]:
     """The calls BFCL's ``ast_parse`` reads from Python text (no brackets added), as (name, arguments).
 
     What `python_calls` does after adding the brackets, and what BFCL does with the text of a
-    ``<TOOLCALL>`` tag (`tooluse_gym.tools.bfcl_format_decoding`). Raises `DecodeError`.
+    ``<TOOLCALL>`` tag (`tooluse_gym.decoding.bfcl_format`). Raises `DecodeError`.
     """
     cleaned = text.strip().strip("'")
     read = read_call_list(cleaned, names=True)  # the common shape, read as `ast` would read it
@@ -123,72 +134,9 @@ def python_call_list(text: str) -> list[tuple[Any, dict[Any, Any]]]:
         raise DecodeError("the list holds something other than calls")
     if len(nodes) > MAX_CALLS_PER_MESSAGE:
         raise DecodeError(f"more than {MAX_CALLS_PER_MESSAGE} calls in one message")
-    budget = [MAX_NODES]
-    decoded = [_resolve_call(n, 0, budget) for n in nodes]
+    walk = Walk(BFCL_ARGUMENTS)
+    decoded = [bfcl_call(walk, n, 0) for n in nodes]
     return [(name, args) for call in decoded for name, args in call.items()]
-
-
-def _resolve_call(node: ast.Call, depth: int, budget: list[int]) -> dict[str, dict[Any, Any]]:
-    parts = []
-    func = node.func
-    while isinstance(func, ast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if isinstance(func, ast.Name):
-        parts.append(func.id)
-    return {".".join(reversed(parts)): {kw.arg: _resolve(kw.value, depth + 1, budget) for kw in node.keywords}}
-
-
-def _resolve(node: ast.expr, depth: int, budget: list[int]) -> Any:
-    """An argument's value as BFCL's ``resolve_ast_by_type`` computes it."""
-    budget[0] -= 1
-    if budget[0] < 0 or depth > MAX_DEPTH:
-        raise DecodeError("argument value too large")
-    if isinstance(node, ast.Constant):
-        return "..." if node.value is Ellipsis else node.value
-    if isinstance(node, ast.UnaryOp):  # BFCL negates the operand's value, whatever the operator
-        operand = node.operand
-        if isinstance(operand, ast.Constant):
-            number = operand.value
-            if type(number) is int or type(number) is float or type(number) is complex or type(number) is bool:
-                return -number
-        raise DecodeError("a unary operator on something other than a number")
-    if isinstance(node, ast.List):
-        return [_resolve(e, depth + 1, budget) for e in node.elts]
-    if isinstance(node, ast.Tuple):
-        return tuple(_resolve(e, depth + 1, budget) for e in node.elts)
-    if isinstance(node, ast.Dict):
-        keys = [k for k in node.keys if k is not None]
-        if len(keys) != len(node.keys):
-            raise DecodeError("** inside a dict")
-        try:
-            return {
-                _resolve(k, depth + 1, budget): _resolve(v, depth + 1, budget)
-                for k, v in zip(keys, node.values, strict=True)
-            }
-        except TypeError:
-            raise DecodeError("unhashable dict key") from None
-    if isinstance(node, ast.BinOp):
-        try:
-            return arithmetic.evaluate(node, depth, budget)
-        except arithmetic.NotEvaluated as e:
-            raise DecodeError(f"arithmetic not evaluated: {e}") from None
-        except (ArithmeticError, TypeError, ValueError, MemoryError, RecursionError) as e:
-            raise DecodeError(f"arithmetic fails ({type(e).__name__})") from None
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Call):
-        return _unparse(node) if not node.keywords else _resolve_call(node, depth + 1, budget)
-    if isinstance(node, ast.Subscript):
-        return _unparse(node.value) + "[" + _unparse(node.slice) + "]"
-    raise DecodeError(f"unsupported argument ({type(node).__name__})")
-
-
-def _unparse(node: ast.AST) -> str:
-    try:
-        return ast.unparse(node)
-    except (RecursionError, ValueError) as e:
-        raise DecodeError(f"cannot write the argument ({type(e).__name__})") from None
 
 
 def _nested(value: Any) -> str:

@@ -25,7 +25,7 @@ as it is. The error types are BFCL's own names.
 
 The language is the category's, as in BFCL's runner: in ``simple_java`` and ``simple_javascript``
 every value must be a string (else ``type_error:java`` / ``type_error:js``), converted by its
-declared type with BFCL's rules (`tooluse_gym.ast_languages`) before the same checks. A possible
+declared type with BFCL's rules (`tooluse_gym.checking.languages`) before the same checks. A possible
 answer or doc that BFCL's checker cannot handle makes it raise, and `check_calls` then reports
 ``ast_checker:crashed`` (the official runner would stop).
 """
@@ -37,8 +37,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tooluse_gym import ast_languages
-from tooluse_gym.tools.bfcl_ast_decoding import AstDecoded, Call
+from tooluse_gym.checking import languages
+from tooluse_gym.decoding.base import AstDecoded, Call
+from tooluse_gym.errors import ToolUseGymError
 
 __all__ = ["AstVerdict", "check_calls", "verdict"]
 
@@ -79,7 +80,9 @@ class AstVerdict:
 _VALID = AstVerdict(True)
 
 
-class _Fail(Exception):
+class _Fail(ToolUseGymError):
+    """A check that fails, with BFCL's error type."""
+
     def __init__(self, error_type: str, message: str):
         super().__init__(message)
         self.error_type = error_type
@@ -97,7 +100,7 @@ def verdict(
     """BFCL's verdict on a decoded response.
 
     Args:
-        decoded: The response (`tooluse_gym.tools.bfcl_ast_decoding.decode_ast_action`).
+        decoded: The response (`tooluse_gym.decoding.bfcl_ast.decode_ast_action`).
         check: ``ast``, ``irrelevance`` or ``relevance``.
         functions: The entry's function docs.
         answer: The possible answers (one ``{name: {param: [values]}}`` per expected call).
@@ -127,7 +130,7 @@ def check_calls(
     underscore_to_dot: bool = False,
 ) -> AstVerdict:
     """BFCL's ``ast_checker`` on well-formed calls (each (name, parameter dict)), in the category's language."""
-    rules = _Rules(underscore_to_dot, ast_languages.language_of(test_category))
+    rules = _Rules(underscore_to_dot, languages.language_of(test_category))
     try:
         if "parallel" in test_category:
             _parallel(calls, functions, answer, rules)
@@ -248,16 +251,16 @@ def _check_param(param: Any, value: Any, spec: Mapping[str, Any], accepted: Any,
 
 def _converted(param: Any, value: Any, kind: str, spec: Mapping[str, Any], language: str) -> tuple[Any, type, Any]:
     """A Java or JavaScript value: (converted value, its declared Python type, the items' type or None)."""
-    types = ast_languages.JAVA_TYPES if language == "java" else ast_languages.JS_TYPES
+    types = languages.JAVA_TYPES if language == "java" else languages.JS_TYPES
     target = types[kind]
     if type(value) is not str:
         error = "type_error:java" if language == "java" else "type_error:js"
         raise _Fail(error, f"{param!r} should be a string of source code, got {type(value).__name__}")
-    if kind in ast_languages.NESTED:
+    if kind in languages.NESTED:
         item_kind = spec["items"]["type"]
         inner = types[item_kind]
-        return ast_languages.convert(language, value, kind, item_kind), target, inner
-    return ast_languages.convert(language, value, kind), target, None
+        return languages.convert(language, value, kind, item_kind), target, inner
+    return languages.convert(language, value, kind), target, None
 
 
 def _answer_type(accepted: Sequence[Any]) -> type | None:

@@ -7,8 +7,8 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tooluse_gym.tools.lenient_ast_decoding import MAX_CANDIDATES, decode_lenient_action, embedded_call_lists
-from tooluse_gym.tools.parsing import MAX_CALLS_PER_MESSAGE, MAX_MESSAGE_CHARS
+from tooluse_gym.decoding.lenient_ast import decode_lenient_action, embedded_call_lists
+from tooluse_gym.decoding.limits import MAX_CALLS_PER_MESSAGE, MAX_LENIENT_CANDIDATES, MAX_MESSAGE_CHARS
 
 AREA = {
     "name": "calculate_triangle_area",
@@ -103,12 +103,12 @@ def test_size_caps_hold():
     many = "[" + ", ".join(["calculate_triangle_area(base=1, height=1)"] * (MAX_CALLS_PER_MESSAGE + 1)) + "]"
     assert calls(many) == (None, f"more than {MAX_CALLS_PER_MESSAGE} calls in one message")
     assert calls("Here: " + many)[0] is None
-    # only the first MAX_CANDIDATES fenced blocks and lists are tried
-    decoys = "Try " + " or ".join(["[x(1) y]"] * MAX_CANDIDATES)
+    # only the first MAX_LENIENT_CANDIDATES fenced blocks and lists are tried
+    decoys = "Try " + " or ".join(["[x(1) y]"] * MAX_LENIENT_CANDIDATES)
     assert calls(decoys + " [calculate_triangle_area(base=10, height=5)]")[0] is None
-    fewer = "Try " + " or ".join(["[x(1) y]"] * (MAX_CANDIDATES - 1))
+    fewer = "Try " + " or ".join(["[x(1) y]"] * (MAX_LENIENT_CANDIDATES - 1))
     assert calls(fewer + " [calculate_triangle_area(base=10, height=5)]") == (WANTED, None)
-    assert len(list(embedded_call_lists("```\na\n``` [f(1)] " * 40))) == MAX_CANDIDATES
+    assert len(list(embedded_call_lists("```\na\n``` [f(1)] " * 40))) == MAX_LENIENT_CANDIDATES
 
 
 def test_hostile_text_is_bounded_in_time():

@@ -1,4 +1,4 @@
-"""`tooluse_gym.tools.bfcl_decoding` and `call_strings` against bfcl_eval's own code.
+"""`tooluse_gym.decoding.bfcl` and `call_strings` against bfcl_eval's own code.
 
 The decoders must return exactly the call strings bfcl_eval's decoders return (or fail
 where they raise), and `run_call_string` must return the result strings BFCL's executor
@@ -20,15 +20,15 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.bfcl_reference import handler, model_response
-from tooluse_gym.tasks import bfcl
-from tooluse_gym.tools.bfcl_decoding import (
-    DecodeError,
+from tooluse_gym.decoding.base import DecodeError
+from tooluse_gym.decoding.bfcl import (
     decode_function_calls,
     decode_python,
     decode_tool_call_tags,
     parse_action_bfcl,
-    visible_response,
 )
+from tooluse_gym.decoding.text import visible_response
+from tooluse_gym.tasks import bfcl
 
 NAMES = ("documents", "alpha", "my_var", "temp_dir", "x1", "report_final", "beta2", "zeta")
 """Bare names used in generated texts: none is defined in bfcl_eval's decoder module or builtins."""

@@ -1,11 +1,11 @@
-"""Parse tool calls out of model messages without ever evaluating model text.
+"""The lenient decoder (``decoder="lenient"``): tool calls read out of model messages, never evaluated.
 
 Three input shapes are understood:
 
 * ``python``: BFCL's prompting format, ``[f(a=1), g('x', b=[1, 2])]``, parsed with `ast`.
   Only literal arguments are accepted (numbers, strings, booleans, None, and lists,
-  tuples and dicts of those); positional arguments are kept and bound to parameter names
-  by the runtime.
+  tuples and dicts of those: the `LENIENT` rule of `tooluse_gym.decoding.literals`);
+  positional arguments are kept and bound to parameter names by the runtime.
 * ``json``: one or more ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks.
 * structured: an OpenAI chat message dict whose ``tool_calls`` hold ``function.name`` and
   ``function.arguments`` (a JSON string or an object).
@@ -20,57 +20,49 @@ from __future__ import annotations
 import ast
 import json
 import re
-import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from tooluse_gym.tools.call_lists import certain_syntax_error, read_call_list
+from tooluse_gym.decoding.call_lists import certain_syntax_error, read_call_list
+from tooluse_gym.decoding.limits import (
+    MAX_CALLS_PER_MESSAGE,
+    MAX_LENIENT_LITERAL_DEPTH,
+    MAX_LENIENT_LITERAL_NODES,
+    MAX_MESSAGE_CHARS,
+)
+from tooluse_gym.decoding.literals import LENIENT, NotLiteral, Walk
+from tooluse_gym.decoding.text import content_failure, parse_expression, strip_reasoning
 from tooluse_gym.types import ParsedAction, ToolCall
 
-MAX_MESSAGE_CHARS = 65536
-"""Longer messages are not parsed (they end the turn, with `failure` set)."""
-MAX_CALLS_PER_MESSAGE = 64
-MAX_LITERAL_DEPTH = 16
-MAX_LITERAL_NODES = 20000
+__all__ = [
+    "LenientDecoder",
+    "literal_call",
+    "parse_action",
+    "parse_call_string",
+    "parse_json_calls",
+    "parse_python_calls",
+    "parse_structured_calls",
+]
 
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 _FENCE = re.compile(r"^```[A-Za-z0-9_+-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _LOOKS_LIKE_CALL = re.compile(r"^\s*\[?\s*[A-Za-z_][\w.]*\s*\(")
 
 
-# A run that starts with a digit (not inside a name) and reaches a keyword the tokenizer warns about.
-_NUMBER_THEN_KEYWORD = re.compile(r"(?<![\w])\d[\w.]*?(?:and|else|for|if|in|is|or|not)")
+@dataclass(frozen=True)
+class LenientDecoder:
+    """The lenient rule on multi-turn tasks (`parse_action`): each malformed call gets its own error.
 
-
-def parse_expression(source: str, filename: str = "<unknown>") -> ast.Expression:
-    r"""``ast.parse(source, filename, mode="eval")`` without the compiler's warnings.
-
-    Model text such as ``grep(pattern='\d+')`` makes the compiler warn (an invalid escape
-    sequence: `DeprecationWarning` before Python 3.12, `SyntaxWarning` since); an env step
-    must not turn model text into warnings. Raises what `compile` raises.
-
-    The parser warns about two things only: an invalid escape sequence (which needs a
-    backslash) and a number immediately followed by a keyword (``1if``, ``0x1for``); text
-    with neither is parsed without the cost of swapping the warning filters.
+    Attributes:
+        tool_format: ``python`` (call lists) or ``json`` (``<tool_call>`` blocks).
     """
-    if "\\" not in source and not _NUMBER_THEN_KEYWORD.search(source):
-        return ast.parse(source, filename, mode="eval")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SyntaxWarning)
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return ast.parse(source, filename, mode="eval")
 
+    tool_format: str
 
-class _NotLiteral(ValueError):
-    pass
-
-
-def strip_reasoning(text: str) -> str:
-    """Remove ``<think>...</think>`` blocks; an unclosed ``<think>`` hides the rest."""
-    text = _THINK_BLOCK.sub("", text)
-    start = text.find("<think>")
-    return text if start < 0 else text[:start]
+    def decode(self, action: Any) -> ParsedAction:
+        """The calls of one message (`parse_action`)."""
+        return parse_action(action, self.tool_format)
 
 
 def parse_action(action: Any, tool_format: str) -> ParsedAction:
@@ -91,11 +83,6 @@ def parse_action(action: Any, tool_format: str) -> ParsedAction:
     if tool_format == "json":
         return parse_json_calls(action)
     raise ValueError(f"unknown tool_format {tool_format!r}; expected 'python' or 'json'")
-
-
-def content_failure(content: object) -> str:
-    """The parse failure of a dict action whose ``content`` is neither a string nor None (the OpenAI shape's)."""
-    return f"action content must be str or None, got {type(content).__name__}"
 
 
 def parse_python_calls(text: str) -> ParsedAction:
@@ -225,64 +212,29 @@ def _call_from_node(node: ast.Call) -> ToolCall:
         return _bad_call("the called object must be a function name")
     kwargs: dict[str, Any] = {}
     positional: list[Any] = []
-    budget = [MAX_LITERAL_NODES]
+    walk = Walk(LENIENT)
     try:
         for arg in node.args:
             if isinstance(arg, ast.Starred):
-                raise _NotLiteral("*args is not allowed")
-            positional.append(_literal(arg, 0, budget))
+                raise NotLiteral("*args is not allowed")
+            positional.append(walk.value(arg))
         for kw in node.keywords:
             if kw.arg is None:
-                raise _NotLiteral("**kwargs is not allowed")
+                raise NotLiteral("**kwargs is not allowed")
             if kw.arg in kwargs:
-                raise _NotLiteral(f"argument {kw.arg!r} given twice")
-            kwargs[kw.arg] = _literal(kw.value, 0, budget)
-    except _NotLiteral as e:
+                raise NotLiteral(f"argument {kw.arg!r} given twice")
+            kwargs[kw.arg] = walk.value(kw.value)
+    except NotLiteral as e:
         return _bad_call(f"invalid arguments for {name}: {e}", name=name)
     return ToolCall(name=name, arguments=kwargs, positional=tuple(positional))
-
-
-def _literal(node: ast.expr, depth: int, budget: list[int]) -> Any:
-    """Convert an AST node to a value, accepting literals only (no names, calls or operators)."""
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise _NotLiteral("argument value too large")
-    if depth > MAX_LITERAL_DEPTH:
-        raise _NotLiteral(f"argument nested deeper than {MAX_LITERAL_DEPTH}")
-    if isinstance(node, ast.Constant):
-        if node.value is None or type(node.value) in (str, int, float, bool):
-            return node.value
-        raise _NotLiteral(f"unsupported constant {type(node.value).__name__}")
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        operand = node.operand
-        if isinstance(operand, ast.Constant):
-            number = operand.value
-            if type(number) is int or type(number) is float:
-                return -number if isinstance(node.op, ast.USub) else number
-        raise _NotLiteral("only numbers may carry a sign")
-    if isinstance(node, ast.List):
-        return [_literal(e, depth + 1, budget) for e in node.elts]
-    if isinstance(node, ast.Tuple):
-        return tuple(_literal(e, depth + 1, budget) for e in node.elts)
-    if isinstance(node, ast.Dict):
-        out = {}
-        for k, v in zip(node.keys, node.values, strict=True):
-            if k is None:
-                raise _NotLiteral("** inside a dict is not allowed")
-            key = _literal(k, depth + 1, budget)
-            if not isinstance(key, (str, int, float, bool)) and key is not None:
-                raise _NotLiteral("dict keys must be strings, numbers, booleans or None")
-            out[key] = _literal(v, depth + 1, budget)
-        return out
-    raise _NotLiteral(f"{type(node).__name__} is not a literal")
 
 
 def _check_json_value(value: Any, depth: int, budget: list[int]) -> None:
     budget[0] -= 1
     if budget[0] < 0:
-        raise _NotLiteral("argument value too large")
-    if depth > MAX_LITERAL_DEPTH:
-        raise _NotLiteral(f"argument nested deeper than {MAX_LITERAL_DEPTH}")
+        raise NotLiteral("argument value too large")
+    if depth > MAX_LENIENT_LITERAL_DEPTH:
+        raise NotLiteral(f"argument nested deeper than {MAX_LENIENT_LITERAL_DEPTH}")
     if isinstance(value, Mapping):
         for v in value.values():
             _check_json_value(v, depth + 1, budget)
@@ -290,7 +242,7 @@ def _check_json_value(value: Any, depth: int, budget: list[int]) -> None:
         for v in value:
             _check_json_value(v, depth + 1, budget)
     elif value is not None and type(value) not in (str, int, float, bool):
-        raise _NotLiteral(f"unsupported value of type {type(value).__name__}")
+        raise NotLiteral(f"unsupported value of type {type(value).__name__}")
 
 
 def _call_from_json(name: Any, arguments: Any, call_id: str | None) -> ToolCall:
@@ -306,8 +258,8 @@ def _call_from_json(name: Any, arguments: Any, call_id: str | None) -> ToolCall:
     if not isinstance(arguments, Mapping):
         return _bad_call(f"arguments of {name} must be a JSON object", call_id, name)
     try:
-        _check_json_value(arguments, 0, [MAX_LITERAL_NODES])
-    except (_NotLiteral, RecursionError) as e:
+        _check_json_value(arguments, 0, [MAX_LENIENT_LITERAL_NODES])
+    except (NotLiteral, RecursionError) as e:
         return _bad_call(f"invalid arguments for {name}: {e}", call_id, name)
     if not all(isinstance(k, str) for k in arguments):
         return _bad_call(f"argument names of {name} must be strings", call_id, name)

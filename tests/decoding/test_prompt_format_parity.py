@@ -19,11 +19,11 @@ import pytest
 
 import tooluse_gym  # noqa: F401  (registers the env ids)
 from tests.prompt_format_cases import format_cases, official_format_verdict, write
-from tooluse_gym.ast_checker import verdict
+from tooluse_gym.checking.single_turn import verdict
+from tooluse_gym.decoding.bfcl_format import decode_format_action
 from tooluse_gym.prompt_formats import PromptFormat, default_prompt_format, grid_task_ids, prompt_formats
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.bfcl_single_turn import SingleTurnTask, load_single_turn_tasks
-from tooluse_gym.tools.bfcl_format_decoding import decode_format_action
 
 pytest.importorskip("tree_sitter", reason="bfcl_eval's prompt builder and handlers need tree_sitter (the dev extra)")
 

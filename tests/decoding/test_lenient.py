@@ -4,16 +4,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tooluse_gym.tools.parsing import (
-    MAX_CALLS_PER_MESSAGE,
-    MAX_LITERAL_DEPTH,
-    MAX_MESSAGE_CHARS,
+from tooluse_gym.decoding.lenient import (
     parse_action,
     parse_call_string,
     parse_json_calls,
     parse_python_calls,
-    strip_reasoning,
 )
+from tooluse_gym.decoding.limits import MAX_CALLS_PER_MESSAGE, MAX_LENIENT_LITERAL_DEPTH, MAX_MESSAGE_CHARS
+from tooluse_gym.decoding.text import strip_reasoning
 
 
 def names(parsed):
@@ -91,7 +89,7 @@ def test_called_object_must_be_a_name():
 
 def test_size_limits():
     assert parse_python_calls("[f(a='" + "x" * MAX_MESSAGE_CHARS + "')]").failure
-    deep = "[f(a=" + "[" * (MAX_LITERAL_DEPTH + 2) + "]" * (MAX_LITERAL_DEPTH + 2) + ")]"
+    deep = "[f(a=" + "[" * (MAX_LENIENT_LITERAL_DEPTH + 2) + "]" * (MAX_LENIENT_LITERAL_DEPTH + 2) + ")]"
     (call,) = parse_python_calls(deep).calls
     assert "nested deeper" in call.error
     very_deep = "[f(a=" + "[" * 5000 + "]" * 5000 + ")]"
@@ -111,7 +109,7 @@ def test_json_blocks():
     assert [c.error is not None for c in bad.calls] == [True, True]
     assert parse_json_calls("<tool_call>{").failure == "unterminated <tool_call> block"
     assert parse_json_calls("[cd(folder='x')]").calls == ()  # python syntax is not the json format
-    for depth in (MAX_LITERAL_DEPTH + 2, 20000):  # over our limit; over json's recursion limit
+    for depth in (MAX_LENIENT_LITERAL_DEPTH + 2, 20000):  # over our limit; over json's recursion limit
         deep = '<tool_call>{"name": "f", "arguments": {"a": ' + "[" * depth + "]" * depth + "}}</tool_call>"
         (call,) = parse_json_calls(deep).calls
         assert call.error

@@ -32,7 +32,7 @@ import gymnasium as gym
 import pytest
 
 from tests.bfcl_reference import ground_truth_strings, official_run, play_env
-from tests.test_checker_parity import _perturb_value
+from tests.checking.test_checker_parity import _perturb_value
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.types import ToolCall
 

@@ -2,11 +2,11 @@ r"""bfcl_eval's single-turn decoders (its handlers' ``decode_ast``), reproduced 
 
 BFCL scores a single-turn response by decoding it into a list of calls, each
 ``{name: {parameter: value}}``, and handing that list to its AST checker
-(`tooluse_gym.ast_checker`). `decode_ast_action` gives the same list for the three response
+(`tooluse_gym.checking.single_turn`). `decode_ast_action` gives the same list for the three response
 shapes the multi-turn env accepts, each as the handler BFCL uses for it:
 
 * python text, ``[f(a=1)]`` (``default_decode_ast_prompting``): read exactly as
-  `tooluse_gym.tools.bfcl_decoding.python_calls` reads it (keyword arguments only, bounded
+  `tooluse_gym.decoding.bfcl.python_calls` reads it (keyword arguments only, bounded
   arithmetic instead of ``eval``), without writing call strings. In the Java and JavaScript
   categories BFCL reads this text as a Java or JavaScript call with its tree-sitter parsers
   (``parse_java_function_call`` / ``parse_javascript_function_call``); they evaluate nothing,
@@ -37,73 +37,29 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tooluse_gym.tools.bfcl_decoding import DecodeError, python_calls, tool_call_objects, visible_response
-from tooluse_gym.tools.parsing import MAX_CALLS_PER_MESSAGE, MAX_MESSAGE_CHARS
-from tooluse_gym.types import ParsedAction, ToolCall
+from tooluse_gym.decoding.base import AstDecoded, Call, DecodeError
+from tooluse_gym.decoding.bfcl import python_calls, tool_call_objects
+from tooluse_gym.decoding.limits import MAX_CALLS_PER_MESSAGE, MAX_MESSAGE_CHARS
+from tooluse_gym.decoding.text import visible_response
 
-__all__ = ["NOT_AN_OBJECT", "AstDecoded", "decode_ast_action", "language_parser_available"]
-
-NOT_AN_OBJECT = "the parameters are not an object"
-"""The ``error`` of a decoded call whose parameters are not a dict (BFCL: not function-calling output)."""
-
-
-Call = tuple[Any, Any]
-"""One decoded call: (name, parameters); the parameters are a dict unless the output is malformed."""
+__all__ = ["BfclAstDecoder", "decode_ast_action", "language_parser_available"]
 
 
 @dataclass(frozen=True)
-class AstDecoded:
-    """One response as BFCL's AST decoder sees it.
+class BfclAstDecoder:
+    """BFCL's decoding on single-turn tasks (`decode_ast_action`): the calls its AST checker takes.
 
     Attributes:
-        content: The message text (a dict action's ``content``).
-        calls: The decoded calls, or None when decoding failed.
-        failure: Why decoding failed.
-        ids: The ``id`` of each structured call (function calling), as the response gave them.
+        tool_format: ``python`` (call lists) or ``json`` (``<tool_call>`` blocks).
+        language: The category's language (``python``, ``java``, ``javascript``): the syntax of python text.
     """
 
-    content: str
-    calls: tuple[Call, ...] | None = None
-    failure: str | None = None
-    ids: tuple[str | None, ...] = ()
+    tool_format: str
+    language: str = "python"
 
-    @property
-    def well_formed(self) -> bool:
-        """BFCL's ``is_function_calling_format_output``: every call's parameters are a dict."""
-        return self.calls is not None and all(type(params) is dict for _, params in self.calls)
-
-    @property
-    def has_call(self) -> bool:
-        """Whether BFCL's relevance rule counts a function call: decoded, well formed and not empty."""
-        return self.well_formed and bool(self.calls)
-
-    def parsed(self) -> ParsedAction:
-        """The same response as the env's step record shows it (plain literal arguments only).
-
-        A structured call keeps its ``id``; one whose parameters are not an object (JSON that is
-        not one) has an ``error`` saying so, its parameters not shown.
-        """
-        calls = tuple(
-            ToolCall(
-                name=str(name),
-                arguments=_shown(params),
-                call_id=self.ids[i] if i < len(self.ids) else None,
-                error=None if type(params) is dict else NOT_AN_OBJECT,
-            )
-            for i, (name, params) in enumerate(self.calls or ())
-        )
-        return ParsedAction(content=self.content, calls=calls, failure=self.failure)
-
-
-def _shown(params: Any) -> dict[str, Any]:
-    """The parameters as JSON values (tuples become lists), for transcripts; {} when they are not JSON."""
-    if type(params) is not dict:
-        return {}
-    try:
-        shown = json.loads(json.dumps(params, allow_nan=False))
-    except (TypeError, ValueError, RecursionError):
-        return {}
-    return shown if isinstance(shown, dict) else {}
+    def decode(self, action: Any) -> AstDecoded:
+        """The calls of one message as BFCL's ``decode_ast`` reads them (`decode_ast_action`)."""
+        return decode_ast_action(action, self.tool_format, self.language)
 
 
 def decode_ast_action(action: Any, tool_format: str, language: str = "python") -> AstDecoded:

@@ -4,7 +4,7 @@ only the lenient decoder reads it, and the intended differences.
 Every response of the parity tests (`tests.single_turn_cases`: each entry's reference answer and its perturbations,
 as Python text, ``<tool_call>`` JSON and OpenAI ``tool_calls``), as written, in a bare code fence and after a
 ``<think>`` block (three shapes BFCL's decoders read), is decoded twice: by BFCL's decoder
-(`decode_ast_action`, equal to bfcl_eval's on these responses: `tests/test_single_turn_parity.py`) and by the
+(`decode_ast_action`, equal to bfcl_eval's on these responses: `tests/checking/test_single_turn_parity.py`) and by the
 lenient one (`decode_lenient_action`), and both are judged by the same checker. Where BFCL's decoder reads the
 text, the calls and the verdict (valid flag and error type) must be equal; where it does not, the valid flag. The
 Java and JavaScript categories are left out: the lenient decoder refuses them.
@@ -21,13 +21,13 @@ import pytest
 
 import tooluse_gym  # noqa: F401  (registers the ids)
 from tests.single_turn_cases import FORMATS, cases, message
-from tooluse_gym.ast_checker import AstVerdict, verdict
-from tooluse_gym.ast_languages import language_of
+from tooluse_gym.checking.languages import language_of
+from tooluse_gym.checking.single_turn import AstVerdict, verdict
+from tooluse_gym.decoding.bfcl_ast import AstDecoded, decode_ast_action
+from tooluse_gym.decoding.lenient_ast import decode_lenient_action
 from tooluse_gym.envs.ids import SINGLE_TURN_ID
 from tooluse_gym.envs.tool_env import protocol_card, task_ids
 from tooluse_gym.tasks.bfcl_single_turn import CATEGORIES, UNSATISFIABLE, SingleTurnTask, load_single_turn_tasks
-from tooluse_gym.tools.bfcl_ast_decoding import AstDecoded, decode_ast_action
-from tooluse_gym.tools.lenient_ast_decoding import decode_lenient_action
 
 PYTHON_CATEGORIES = tuple(c for c in CATEGORIES if language_of(c) == "python")
 THINK = "<think>The user asks for this; I will answer with the call.</think>\n"

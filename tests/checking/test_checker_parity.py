@@ -27,8 +27,8 @@ import gymnasium as gym
 import pytest
 
 from tests.bfcl_reference import ground_truth_strings, official_run, official_verdict, play_env
+from tooluse_gym.decoding.lenient import parse_call_string
 from tooluse_gym.tasks import bfcl
-from tooluse_gym.tools.parsing import parse_call_string
 
 END = "Nothing more to do."
 

@@ -9,7 +9,7 @@ compares with the possible answers. Conversion never fails: text that does not h
 declared type's shape stays the string it was, and the checker later finds it of the wrong type
 or value. A few declared types make BFCL's converter raise (Java ``Set``, ``Hashtable``,
 ``Queue``, ``Stack``); `convert` raises `NotImplementedError` for them too, and the checker
-reports that entry as a crash, as `tooluse_gym.ast_checker` does for BFCL's other crashes.
+reports that entry as a crash, as `tooluse_gym.checking.single_turn` does for BFCL's other crashes.
 
 The conversions reproduce the regular-expression reading of bfcl-eval 2026.3.23 (its
 ``java_type_converter`` and ``js_type_converter``) quirk for quirk, since scores depend on them:
