@@ -103,7 +103,7 @@ $(VF_STAMP): pyproject.toml Makefile environments/tooluse_multiturn_v0/pyproject
 	touch $(VF_STAMP)
 
 test-verifiers: setup $(VF_STAMP)
-	TOOLUSE_SERVE=$(CURDIR)/$(VENV)/bin/tooluse-serve $(VF_VENV)/bin/python -m pytest -q tests/integrations/test_verifiers.py
+	TOOLUSE_SERVE=$(CURDIR)/$(VENV)/bin/tooluse-serve $(VF_VENV)/bin/python -m pytest -q tests/tooluse_agents/integrations/test_verifiers.py
 
 # The documentation site: regenerate the reference pages and result tables from the code and
 # benchmarks/results/*.json (docs/_scripts/gen_pages.py), then build into site/ (not committed).

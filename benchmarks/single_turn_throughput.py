@@ -35,8 +35,8 @@ from typing import Any
 import gymnasium as gym
 
 from benchmarks.env_throughput import _git, _machine
-from tests.bfcl_reference import handler, model_response
-from tests.bfcl_single_turn_reference import MODEL_NAMES, _entries, _language, _runner, category_of
+from tests._reference.bfcl_reference import handler, model_response
+from tests._reference.bfcl_single_turn_reference import MODEL_NAMES, _entries, _language, _runner, category_of
 from tooluse_agents.backends.base import SamplingConfig
 from tooluse_agents.backends.factory import BackendSpec, make_agent
 from tooluse_agents.rollout.loop import RolloutJob, run_rollouts

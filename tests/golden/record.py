@@ -195,7 +195,7 @@ def token_rollout() -> dict[str, Any]:
     tokenizer = load_tokenizer("smollm2-135m")
 
     def as_policy(write: Callable[[Any], str]) -> Any:
-        from tests.integrations.test_sequence import Writer
+        from tests.tooluse_agents.integrations.test_sequence import Writer
 
         return Writer(tokenizer, write)
 

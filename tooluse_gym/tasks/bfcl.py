@@ -201,7 +201,7 @@ _SHARED_AFTER_LOAD = {"TravelAPI": ("credit_card_list", "booking_record")}
 def isolate_instance(backend: str, instance: Any, long_context: bool) -> None:
     """Deep-copy state that a freshly loaded simulator shares with its module.
 
-    The shared state is JSON-like data with no object in it twice (tests/tools/test_fast_paths.py
+    The shared state is JSON-like data with no object in it twice (tests/tooluse_gym/tools/test_fast_paths.py
     checks this), for which `copy_state` makes the same copy as `copy.deepcopy`, faster.
     """
     if long_context:

@@ -57,7 +57,7 @@ def _is_number(value: Any) -> bool:
 
 
 # The same semantics as ArgumentValidator's type checker (draft 2020-12 with tuple arrays),
-# as plain predicates; tests/tools/test_schemas.py checks that they agree.
+# as plain predicates; tests/tooluse_gym/tools/test_schemas.py checks that they agree.
 FAST_TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
     "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer()),
