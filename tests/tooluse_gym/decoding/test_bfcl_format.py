@@ -4,7 +4,7 @@ The JSON and XML return formats are compared with bfcl_eval's ``default_decode_a
 on generated text (its JSON and XML paths evaluate nothing; the texts stay short because its
 JSON pattern takes exponential time on some of them); the linear scan that replaces that
 pattern is compared with `re` itself, and the literal reader with `ast.literal_eval`. The
-Python format is BFCL's Python decoder (`tests.tooluse_gym.decoding.test_bfcl`). Every decoder must
+Python format is BFCL's Python decoder (`tests.tooluse_gym.decoding.test_bfcl_decoder`). Every decoder must
 return, never raise, and finish quickly on text built to be slow, deep or huge.
 """
 
