@@ -58,3 +58,20 @@ def test_load_bars_puts_the_setting_back():
         assert not logging.is_progress_bar_enabled()  # hidden before: still hidden
     finally:
         logging.enable_progress_bar()
+
+
+def test_a_log_gets_whole_lines_not_one_per_item():
+    """Not a terminal: the bar writes whole lines (no carriage returns), the first and the last, not one per item."""
+    import io
+
+    from tooluse_agents.progress import progress_bar
+
+    stream = io.StringIO()
+    bar = progress_bar(total=1000, stream=stream, unit="ep")
+    for _ in range(1000):
+        bar.update(1)
+    bar.close()
+    lines = stream.getvalue().splitlines()
+    assert "\r" not in stream.getvalue()
+    assert 2 <= len(lines) <= 4, lines
+    assert "1000/1000" in lines[-1]
