@@ -6,6 +6,7 @@
     env = gym.make("ToolUse-MultiTurn-v0", category="base", template="native", reasoning="keep",
                    system_prompt="bfcl", tool_format="python")
     env = gym.make("ToolUse-SingleTurn-v0", category="simple_python")   # BFCL single-turn
+    env = gym.make("ToolUse-Memory-v0", category="memory_kv")            # BFCL memory
     env = gym.make("ToolUse-Scenario-v0", path="scenarios/curriculum/train.yaml")
     env = gym.make("ToolUse-Tasks-v0", source={"kind": "bfcl", "category": "base", "next_turn": True})
     env = gym.make("ToolUse-Tasks-v0", pool=pool)   # any `tooluse_gym.envs.builder.TaskPool`
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from gymnasium.envs.registration import register, registry
 
-from tooluse_gym.envs.ids import MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID, TASKS_ID
+from tooluse_gym.envs.ids import MEMORY_ID, MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID, TASKS_ID
 
 __version__ = "0.1.0"
 
@@ -28,6 +29,7 @@ _ENV_IDS = {
     SINGLE_TURN_ID: "tooluse_gym.envs.single_turn:make_single_turn_env",
     SCENARIO_ID: "tooluse_gym.envs.scenario:make_scenario_env",
     TASKS_ID: "tooluse_gym.envs.builder:make_task_env",
+    MEMORY_ID: "tooluse_gym.envs.memory:make_memory_env",
 }
 for _id, _entry_point in _ENV_IDS.items():
     if _id not in registry:

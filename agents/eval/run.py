@@ -37,13 +37,16 @@ from tooluse_agents.runs.results import (
 )
 from tooluse_agents.runs.rundir import RunConflict, RunDir
 from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID
-from tooluse_gym.envs.ids import SINGLE_TURN_ID
+from tooluse_gym.envs.ids import MEMORY_ID, SINGLE_TURN_ID
 from tooluse_gym.envs.knobs import Knobs, env_defaults
+from tooluse_gym.envs.memory import expand_categories as expand_memory
 from tooluse_gym.envs.settings import DEFAULT_CATEGORIES, env_id_for
 from tooluse_gym.envs.tool_env import protocol_card
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl, bfcl_single_turn, select_tasks
+from tooluse_gym.tasks.bfcl_memory import load_memory_tasks
 from tooluse_gym.tasks.known_issues import KnownIssues, load_known_issues
+from tooluse_gym.tasks.task import Task
 
 ENV_ID = MULTI_TURN_ID
 SCENARIO_ENV_ID = SCENARIO_ID
@@ -136,6 +139,8 @@ class EvalConfig:
         if self.env_id == SINGLE_TURN_ID:
             for c in self.categories or ():
                 bfcl_single_turn.category_names(c)
+        elif self.env_id == MEMORY_ID:
+            expand_memory(list(self.categories or ()))
         elif self.scenarios is None:
             for c in self.categories or ():
                 bfcl.normalize_category(c)
@@ -207,6 +212,9 @@ def eval_task_ids(
         from tooluse_gym.tasks.scenario import load_scenarios
 
         tasks = load_scenarios(list(scenarios))
+    elif env_id_for(categories, None) == MEMORY_ID:
+        categories = expand_memory(list(categories or ()))
+        tasks = list[Task](load_memory_tasks(categories))
     elif env_id_for(categories, None) == SINGLE_TURN_ID:
         categories = list(dict.fromkeys(n for c in categories or () for n in bfcl_single_turn.category_names(c)))
         tasks = [t for c in categories for t in bfcl_single_turn.load_single_turn_tasks(c)]

@@ -79,11 +79,21 @@ def episode_record(
         for t in range(max(steps) + 1 if steps else 0)
     )
     checker = None
+    reward = 0.0
     if final is not None:
         checker = {k: final[k] for k in ("valid", "error_type", "error_message")}
+        if error is None:
+            reward = float(final["reward"]) if "reward" in final else 1.0 if final["valid"] else 0.0
+    questions: tuple[dict[str, Any], ...] = ()
+    if final is not None and "questions" in final:  # several scored questions (BFCL memory): each one's verdict
+        questions = tuple(dict(q) for q in final["questions"])
+    elif hasattr(task, "questions"):  # not reached: each counts as failed, with the episode's error
+        failure = error.type if error is not None else "episode_not_finished"
+        questions = tuple({"task_id": q.task_id, "valid": False, "error_type": failure} for q in task.questions)
     return EpisodeRecord(
         task_id=task.task_id,
-        reward=1.0 if final is not None and final["valid"] and error is None else 0.0,
+        questions=questions,
+        reward=reward,
         category=task.category,
         seed=seed,
         protocol=dict(reset_info["protocol"]),

@@ -44,6 +44,7 @@ BFCL_EVAL_VERSION = "2026.3.23"
 
 MULTI_TURN_ENV_ID = "ToolUse-MultiTurn-v0"
 SINGLE_TURN_ENV_ID = "ToolUse-SingleTurn-v0"
+MEMORY_ENV_ID = "ToolUse-Memory-v0"
 """The env ids whose runs are BFCL runs (`tooluse_gym.envs.ids`; a test checks they agree)."""
 
 Combine = Literal["mean", "entries", "weights"]
@@ -167,7 +168,7 @@ def bfcl_category(env_id: str | None, category: str) -> str | None:
     """BFCL's name for an episode's category in a run of `env_id`; None outside BFCL's envs."""
     if env_id == MULTI_TURN_ENV_ID:
         return category if category.startswith("multi_turn_") else f"multi_turn_{category}"
-    if env_id == SINGLE_TURN_ENV_ID:
+    if env_id in (SINGLE_TURN_ENV_ID, MEMORY_ENV_ID):
         return category
     return None
 

@@ -44,6 +44,7 @@ _STEP_KEYS = ("turn", "assistant", "calls", "results", "parse_failure", "index")
 _STEP_COSTS = ("prompt_tokens", "completion_tokens", "latency_s")
 _EPISODE_KEYS = (
     "schema_version",
+    "questions",
     "protocol",
     "task_id",
     "category",
@@ -216,6 +217,8 @@ class EpisodeRecord:
         duration_s: Wall time of the episode.
         schema_version: The file format version it was written in.
         extra: Any other keys (the trainer's ``train`` and ``eval_step``), kept as written.
+        questions: An episode of several scored questions (BFCL memory scenarios): each one's BFCL id
+            (``task_id``), ``valid`` and ``error_type``; results count these, not the episode. Empty otherwise.
     """
 
     task_id: str
@@ -233,6 +236,14 @@ class EpisodeRecord:
     duration_s: float = 0.0
     schema_version: int = SCHEMA_VERSION
     extra: Mapping[str, Any] = field(default_factory=dict)
+    questions: tuple[Mapping[str, Any], ...] = ()
+
+    def scored(self) -> list[tuple[str, float]]:
+        """What results count: (task id, reward) of the episode, or of each of its `questions`."""
+        if not self.questions:
+            return [(self.task_id, self.reward)]
+        right = self.error is None
+        return [(str(q["task_id"]), 1.0 if right and q.get("valid") else 0.0) for q in self.questions]
 
     @property
     def steps(self) -> tuple[StepEntry, ...]:
@@ -265,6 +276,8 @@ class EpisodeRecord:
             "tokens": {"prompt": self.prompt_tokens, "completion": self.completion_tokens},
             "duration_s": self.duration_s,
         }
+        if self.questions:
+            out["questions"] = [dict(q) for q in self.questions]
         return {**out, **self.extra}
 
     @classmethod
@@ -292,6 +305,7 @@ class EpisodeRecord:
             duration_s=_number(data.get("duration_s", 0.0), "duration_s"),
             schema_version=version,
             extra={k: v for k, v in data.items() if k not in _EPISODE_KEYS},
+            questions=tuple(dict(_mapping(q, "question")) for q in _sequence(data.get("questions") or [], "questions")),
         )
 
     @classmethod

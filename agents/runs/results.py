@@ -107,8 +107,9 @@ def summarize(episodes: Episodes, known_issues: KnownIssues | None = None) -> di
     tokens: Counter[str] = Counter()
     per_task: dict[tuple[str, str], list[float]] = defaultdict(list)
     for ep in episodes:
-        rewards[(ep.category, ep.seed)].append(ep.reward)
-        per_task[(ep.category, ep.task_id)].append(ep.reward)
+        for task_id, reward in ep.scored():
+            rewards[(ep.category, ep.seed)].append(reward)
+            per_task[(ep.category, task_id)].append(reward)
         if ep.error:
             errors[ep.error["type"]] += 1
         elif ep.checker and ep.checker.get("error_type"):
@@ -148,7 +149,7 @@ def summary_scores(episodes: Episodes) -> dict[str, Any] | None:
     env_id = next(iter(env_ids))
     rewards: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for ep in episodes:
-        rewards[ep.seed][bfcl_category(env_id, ep.category) or ep.category].append(ep.reward)
+        rewards[ep.seed][bfcl_category(env_id, ep.category) or ep.category].extend(r for _, r in ep.scored())
     per_seed = {
         seed: bfcl_scores({c: (statistics.fmean(v), len(v)) for c, v in by_category.items()})
         for seed, by_category in sorted(rewards.items())

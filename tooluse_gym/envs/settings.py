@@ -16,17 +16,18 @@ from typing import Any
 
 import gymnasium as gym
 
-from tooluse_gym.envs.ids import MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
-from tooluse_gym.tasks import bfcl_single_turn
+from tooluse_gym.envs.ids import MEMORY_ID, MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
+from tooluse_gym.tasks import bfcl_memory, bfcl_single_turn
 
 __all__ = ["DEFAULT_CATEGORIES", "SETTINGS_ENV_IDS", "EnvSettings", "env_id_for", "make_env"]
 
-SETTINGS_ENV_IDS = (MULTI_TURN_ID, SINGLE_TURN_ID, SCENARIO_ID)
+SETTINGS_ENV_IDS = (MULTI_TURN_ID, SINGLE_TURN_ID, MEMORY_ID, SCENARIO_ID)
 """The env ids built from JSON-able settings (``ToolUse-Tasks-v0`` takes a `TaskPool` object)."""
 
 DEFAULT_CATEGORIES: Mapping[str, tuple[str, str]] = {
     MULTI_TURN_ID: ("base", "all"),
     SINGLE_TURN_ID: ("simple_python", "single_turn"),
+    MEMORY_ID: ("memory_kv", "memory"),
 }
 """Each BFCL env id's category when none is given: without task ids, and with them (every category)."""
 
@@ -39,6 +40,15 @@ def env_id_for(categories: Sequence[str] | None, scenarios: Sequence[str] | None
     """
     if scenarios:
         return SCENARIO_ID
+    memory = [c for c in categories or () if c in bfcl_memory.CATEGORIES or c == "memory"]
+    if memory:
+        if len(memory) < len(categories or ()):
+            others = [c for c in categories or () if c not in memory]
+            raise ValueError(
+                f"--categories mixes memory {memory} with {others}: BFCL memory is its own env (ToolUse-Memory-v0), "
+                "so evaluate it as its own run (its own --out folder)"
+            )
+        return MEMORY_ID
     single = [c for c in categories or () if c in bfcl_single_turn.GROUPS or c in bfcl_single_turn.CATEGORIES]
     if not single:
         return MULTI_TURN_ID

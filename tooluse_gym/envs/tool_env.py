@@ -179,7 +179,7 @@ class ToolUseEnv(TaskEnv):
         decoder = self._decoder
         assert decoder is not None  # reset sets it with the task
         parsed = decoder.decode(action)
-        self.messages.append(self._assistant_message(action, parsed))
+        self.messages.append(assistant_message(action, parsed, self.turn, self.steps_in_turn))
         answered = len(self.messages)
         info: dict[str, Any] = {"task_id": task.task_id, "turn": self.turn}
         if parsed.failure:
@@ -274,22 +274,6 @@ class ToolUseEnv(TaskEnv):
             )
         return tuple(r.result for r in records)
 
-    def _assistant_message(self, action: Any, parsed: ParsedAction) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": parsed.content}
-        if isinstance(action, Mapping) and isinstance(action.get("reasoning_content"), str):
-            message["reasoning_content"] = action["reasoning_content"]
-        if not isinstance(action, Mapping) or not action.get("tool_calls"):
-            return message
-        message["tool_calls"] = [
-            {
-                "id": c.call_id or f"call_{self.turn}_{self.steps_in_turn + 1}_{i}",
-                "type": "function",
-                "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))},
-            }
-            for i, c in enumerate(parsed.calls)
-        ]
-        return message
-
     def _offered_names(self, turn: int) -> frozenset[str]:
         task = self.episode_task()
         key = (id(task), turn)
@@ -333,6 +317,24 @@ class ToolUseEnv(TaskEnv):
             "steps": self.total_steps,
         }
         return self._answer(info, answered, reward, True)
+
+
+def assistant_message(action: Any, parsed: ParsedAction, turn: int, steps_in_turn: int) -> dict[str, Any]:
+    """The assistant message an action adds: its content and reasoning, and its ``tool_calls`` if it has them."""
+    message: dict[str, Any] = {"role": "assistant", "content": parsed.content}
+    if isinstance(action, Mapping) and isinstance(action.get("reasoning_content"), str):
+        message["reasoning_content"] = action["reasoning_content"]
+    if not isinstance(action, Mapping) or not action.get("tool_calls"):
+        return message
+    message["tool_calls"] = [
+        {
+            "id": c.call_id or f"call_{turn}_{steps_in_turn + 1}_{i}",
+            "type": "function",
+            "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))},
+        }
+        for i, c in enumerate(parsed.calls)
+    ]
+    return message
 
 
 def tool_use_env(env: gym.Env) -> ToolUseEnv:
