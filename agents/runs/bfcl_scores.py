@@ -25,10 +25,13 @@ score                     BFCL's column                formula
                                                        irrelevance_detection, multi_turn, agentic
 ========================  ===========================  =========================================================
 
-Where BFCL lacks a category it scores it 0 in its overall columns and prints N/A in the others;
-here a score is given only when every category it needs is present, else it is None and names the
-missing categories: never a number over another set of categories. Counts are the entries scored,
-so a run of part of a category (``--limit``) is weighted as BFCL weights a partial evaluation.
+Where BFCL lacks a category it scores it 0 in its overall columns (``live``, ``multi_turn``,
+``agentic``, ``overall`` of its leaderboard tables: `Formula.zero_if_missing`, with the category's full entry
+count `ENTRIES` where entries weigh) and prints N/A in the others. Here ``value`` is given only when
+every category a score needs is present, else it is None and names the missing categories; ``as_bfcl``
+is the number BFCL prints (missing categories counted as 0), or None where BFCL prints N/A. Counts are
+the entries scored, so a run of part of a category (``--limit``) is weighted as BFCL weights a partial
+evaluation.
 
 Standard library only (the TUI imports ``tooluse_agents.runs``).
 """
@@ -59,6 +62,7 @@ class Formula:
     inputs: tuple[str, ...]
     combine: Combine = "mean"
     weights: tuple[float, ...] = ()
+    zero_if_missing: bool = False
 
     def describe(self) -> str:
         """The formula in words."""
@@ -74,12 +78,22 @@ MULTI_TURN = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param"
 
 FORMULAS: tuple[Formula, ...] = (
     Formula("non_live_simple", "Non-Live Simple AST", ("simple_python", "simple_java", "simple_javascript")),
-    Formula("non_live", "Non-Live AST Acc", ("non_live_simple", "multiple", "parallel", "parallel_multiple")),
-    Formula("live", "Live Acc", ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple"), "entries"),
-    Formula("multi_turn", "Multi Turn Acc", MULTI_TURN),
+    Formula(
+        "non_live",
+        "Non-Live AST Acc",
+        ("non_live_simple", "multiple", "parallel", "parallel_multiple"),
+    ),
+    Formula(
+        "live",
+        "Live Acc",
+        ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple"),
+        "entries",
+        zero_if_missing=True,
+    ),
+    Formula("multi_turn", "Multi Turn Acc", MULTI_TURN, zero_if_missing=True),
     Formula("web_search", "Web Search Acc", ("web_search_base", "web_search_no_snippet")),
     Formula("memory", "Memory Acc", ("memory_kv", "memory_vector", "memory_rec_sum")),
-    Formula("agentic", "Agentic Overall Acc", ("web_search", "memory")),
+    Formula("agentic", "Agentic Overall Acc", ("web_search", "memory"), zero_if_missing=True),
     Formula("irrelevance_detection", "Irrelevance Detection", ("irrelevance", "live_irrelevance")),
     Formula("relevance_detection", "Relevance Detection", ("live_relevance",)),
     Formula(
@@ -88,6 +102,7 @@ FORMULAS: tuple[Formula, ...] = (
         ("non_live", "live", "irrelevance_detection", "multi_turn", "agentic"),
         "weights",
         (10, 10, 10, 30, 40),
+        zero_if_missing=True,
     ),
 )
 """In dependency order: a formula's inputs are categories or scores defined above it (no score is named
@@ -108,16 +123,48 @@ CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(c for f in FORMULAS for c in l
 """Every BFCL category a summary score needs (``overall``'s, and live_relevance)."""
 
 
+ENTRIES: Mapping[str, int] = {
+    "simple_python": 400,
+    "simple_java": 100,
+    "simple_javascript": 50,
+    "multiple": 200,
+    "parallel": 200,
+    "parallel_multiple": 200,
+    "live_simple": 258,
+    "live_multiple": 1053,
+    "live_parallel": 16,
+    "live_parallel_multiple": 24,
+    "multi_turn_base": 200,
+    "multi_turn_miss_func": 200,
+    "multi_turn_miss_param": 200,
+    "multi_turn_long_context": 200,
+    "web_search_base": 100,
+    "web_search_no_snippet": 100,
+    "memory_kv": 155,
+    "memory_vector": 155,
+    "memory_rec_sum": 155,
+    "irrelevance": 240,
+    "live_irrelevance": 884,
+    "live_relevance": 16,
+}
+"""Each category's entry count in bfcl-eval 2026.3.23 (what BFCL weighs a category it lacks by; a test checks)."""
+
+
 @dataclass(frozen=True)
 class Score:
     """A summary score: its value (a fraction), the entries it covers, and the categories it lacks.
 
-    ``value`` is None exactly when ``missing`` is not empty.
+    ``value`` is None exactly when ``missing`` is not empty. ``as_bfcl`` is what BFCL prints: the
+    value, or with categories missing the number it computes counting them as 0 (its overall
+    columns), or None (N/A, its other columns).
     """
 
     value: float | None
     entries: int
     missing: tuple[str, ...] = ()
+    as_bfcl: float | None = None
+    bfcl_parts: tuple[float, int] = (0.0, 0)
+    """(accuracy, entry count) as BFCL carries them into the scores built on this one."""
 
 
 def bfcl_scores(accuracies: Mapping[str, tuple[float, int]]) -> dict[str, Score]:
@@ -131,9 +178,10 @@ def bfcl_scores(accuracies: Mapping[str, tuple[float, int]]) -> dict[str, Score]
             accuracy, entries = accuracies[category]
             if entries <= 0:
                 raise ValueError(f"{category}: entry count must be positive, got {entries}")
-            known[category] = Score(float(accuracy), int(entries))
+            value = float(accuracy)
+            known[category] = Score(value, int(entries), as_bfcl=value, bfcl_parts=(value, int(entries)))
         else:
-            known[category] = Score(None, 0, (category,))
+            known[category] = Score(None, 0, (category,), bfcl_parts=(0.0, ENTRIES[category]))
     out: dict[str, Score] = {}
     for formula in FORMULAS:
         parts = [known[i] for i in formula.inputs]
@@ -145,23 +193,32 @@ def bfcl_scores(accuracies: Mapping[str, tuple[float, int]]) -> dict[str, Score]
 def _combine(formula: Formula, parts: Sequence[Score]) -> Score:
     missing = tuple(c for p in parts for c in p.missing)
     entries = sum(p.entries for p in parts)
+    bfcl = _as_bfcl(formula, [p.bfcl_parts for p in parts])
+    shown = bfcl[0] if not missing or formula.zero_if_missing else None
     if missing:
-        return Score(None, entries, missing)
-    values = [p.value for p in parts]
-    assert all(v is not None for v in values)
+        return Score(None, entries, missing, shown, bfcl)
+    return Score(bfcl[0], entries, as_bfcl=shown, bfcl_parts=bfcl)
+
+
+def _as_bfcl(formula: Formula, parts: Sequence[tuple[float, int]]) -> tuple[float, int]:
+    """(accuracy, entry count) as bfcl-eval's three helpers compute them, in their order of operations."""
+    count = 0
     total = 0.0
-    if formula.combine == "mean":
-        for v in values:
-            total += v  # type: ignore[operator]
-        return Score(total / len(values), entries)
-    if formula.combine == "entries":
-        for v, p in zip(values, parts, strict=True):
-            total += v * p.entries  # type: ignore[operator]
-        return Score(total / entries, entries)
-    weight_sum = sum(formula.weights)
-    for v, w in zip(values, formula.weights, strict=True):
-        total += v * (w / weight_sum)  # type: ignore[operator]
-    return Score(total, entries)
+    if formula.combine == "mean":  # calculate_unweighted_accuracy
+        for accuracy, n in parts:
+            count += n
+            total += accuracy
+        return total / len(parts), count
+    if formula.combine == "entries":  # calculate_weighted_accuracy
+        for accuracy, n in parts:
+            count += n
+            total += accuracy * n
+        return total / count, count
+    weight_sum = sum(formula.weights)  # calculate_percentage_weighted_accuracy
+    for (accuracy, n), w in zip(parts, formula.weights, strict=True):
+        count += n
+        total += accuracy * (w / weight_sum)
+    return total, count
 
 
 def bfcl_category(env_id: str | None, category: str) -> str | None:
@@ -186,15 +243,31 @@ def format_bfcl_table(summary: Mapping[str, Any]) -> str:
     head = "| BFCL score | BFCL column | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | std | 95% CI |"
     lines = [head, "|" + "---|" * (5 + len(seeds))]
     absent = []
+    zeroed = []
     for name, row in block.items():
-        per_seed = " | ".join(_pct(row["per_seed"].get(str(s))) for s in seeds)
-        ci = f"±{_pct(row['ci95'])}" if row["ci95"] is not None else "n/a"
         label = f"**{name}**" if name == "overall" else name
-        lines.append(f"| {label} | {row['column']} | {per_seed} | {_pct(row['mean'])} | {_pct(row['std'])} | {ci} |")
+        printed = (row.get("as_bfcl") or {}).get("per_seed") or {}
+        if row["missing"] and printed:  # BFCL's number, the categories not run counted as 0
+            per_seed = " | ".join(_pct(printed.get(str(s))) + "*" for s in seeds)
+            mean = _pct(row["as_bfcl"]["mean"]) + "*"
+            lines.append(f"| {label} | {row['column']} | {per_seed} | {mean} | - | n/a |")
+            zeroed.append(name)
+        else:
+            per_seed = " | ".join(_pct(row["per_seed"].get(str(s))) for s in seeds)
+            ci = f"±{_pct(row['ci95'])}" if row["ci95"] is not None else "n/a"
+            lines.append(
+                f"| {label} | {row['column']} | {per_seed} | {_pct(row['mean'])} | {_pct(row['std'])} | {ci} |"
+            )
         if row["missing"]:
-            absent.append(f"{name} needs {', '.join(row['missing'])}")
+            absent.append(f"{name} lacks {', '.join(row['missing'])}")
+    if zeroed:
+        lines += [
+            "",
+            f"\\* as bfcl-eval prints it ({', '.join(zeroed)}): the categories this run lacks count as 0, "
+            "so the number is a floor, not the model's score.",
+        ]
     if absent:
-        lines += ["", "Not given (this run lacks categories BFCL's formula needs): " + "; ".join(absent) + "."]
+        lines += ["", "Categories not run: " + "; ".join(absent) + "."]
     return "\n".join(lines)
 
 

@@ -144,12 +144,12 @@ def summary_scores(episodes: Episodes) -> dict[str, Any] | None:
     """
     episodes = as_records(episodes)
     env_ids = {ep.protocol.get("env_id") for ep in episodes}
-    if len(env_ids) != 1 or bfcl_category(next(iter(env_ids)), "") is None:
+    if not env_ids or any(bfcl_category(env_id, "") is None for env_id in env_ids):
         return None
-    env_id = next(iter(env_ids))
     rewards: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for ep in episodes:
-        rewards[ep.seed][bfcl_category(env_id, ep.category) or ep.category].extend(r for _, r in ep.scored())
+        category = bfcl_category(ep.protocol.get("env_id"), ep.category) or ep.category
+        rewards[ep.seed][category].extend(r for _, r in ep.scored())
     per_seed = {
         seed: bfcl_scores({c: (statistics.fmean(v), len(v)) for c, v in by_category.items()})
         for seed, by_category in sorted(rewards.items())
@@ -159,16 +159,20 @@ def summary_scores(episodes: Episodes) -> dict[str, Any] | None:
     out = {}
     for name in shown_scores(categories):
         values: dict[str, float] = {}
+        as_bfcl: dict[str, float] = {}
         for seed, scores in per_seed.items():
-            value = scores[name].value
+            value, printed = scores[name].value, scores[name].as_bfcl
             if value is not None:
                 values[str(seed)] = value
+            if printed is not None:
+                as_bfcl[str(seed)] = printed
         out[name] = {
             "column": BY_NAME[name].column,
             "formula": BY_NAME[name].describe(),
             "missing": list(missing[name].missing),
             "per_seed": values,
             **spread(list(values.values())),
+            "as_bfcl": {"per_seed": as_bfcl, "mean": statistics.fmean(as_bfcl.values()) if as_bfcl else None},
         }
     return out
 

@@ -10,6 +10,7 @@ import pytest
 from tooluse_agents.eval.run import results_table
 from tooluse_agents.runs.bfcl_scores import (
     CATEGORIES,
+    ENTRIES,
     FORMULAS,
     MULTI_TURN_ENV_ID,
     SINGLE_TURN_ENV_ID,
@@ -100,6 +101,37 @@ def test_a_missing_category_gives_no_score_where_bfcl_prints_na_or_counts_it_as_
     for name in ("live", "multi_turn", "irrelevance_detection", "relevance_detection", "agentic"):  # still equal
         stem, column = COLUMNS[name][-1]
         assert ours[name].value == theirs[stem][column], name
+
+
+# The column of BFCL's leaderboard table (data_overall; agentic: data_agentic) a score's ``as_bfcl`` is.
+SHOWN = {name: next((c for c in cols if c[0] == "data_overall"), cols[0]) for name, cols in COLUMNS.items()}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_with_categories_missing_as_bfcl_is_the_number_bfcl_prints(bfcl_tables, tmp_path, seed):
+    """BFCL counts a category not run as 0 (weighted by its full entry count) in its overall columns, N/A elsewhere."""
+    rng = random.Random(100 + seed)
+    accuracies = random_accuracies(rng)
+    for c in rng.sample(CATEGORIES, rng.randint(1, len(CATEGORIES) - 1)):
+        del accuracies[c]
+    theirs = bfcl_tables(accuracies, tmp_path)
+    ours = bfcl_scores(accuracies)
+    for name, (stem, column) in SHOWN.items():
+        expected = theirs[stem][column]
+        assert ours[name].as_bfcl == (None if expected == "N/A" else expected), (name, column, sorted(accuracies))
+        if ours[name].missing:
+            assert ours[name].value is None
+        else:
+            assert ours[name].value == ours[name].as_bfcl
+
+
+def test_entry_counts_are_bfcl_evals():
+    utils = pytest.importorskip("bfcl_eval.utils")
+    counts = {
+        c: len(utils.load_dataset_entry(c, include_prereq=False, include_language_specific_hint=False))
+        for c in CATEGORIES
+    }
+    assert counts == dict(ENTRIES)
 
 
 def test_formulas_by_hand():
