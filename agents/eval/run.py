@@ -40,7 +40,7 @@ from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID
 from tooluse_gym.envs.ids import MEMORY_ID, SINGLE_TURN_ID
 from tooluse_gym.envs.knobs import Knobs, env_defaults
 from tooluse_gym.envs.memory import expand_categories as expand_memory
-from tooluse_gym.envs.settings import DEFAULT_CATEGORIES, env_id_for
+from tooluse_gym.envs.settings import DEFAULT_CATEGORIES, env_groups
 from tooluse_gym.envs.tool_env import protocol_card
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl, bfcl_single_turn, select_tasks
@@ -136,14 +136,16 @@ class EvalConfig:
             raise TypeError(f"protocol must be a Knobs, got {type(self.protocol).__name__}")
         if self.protocol is ENV_DEFAULT:
             object.__setattr__(self, "protocol", env_defaults(self.env_id))
-        if self.env_id == SINGLE_TURN_ID:
-            for c in self.categories or ():
-                bfcl_single_turn.category_names(c)
-        elif self.env_id == MEMORY_ID:
-            expand_memory(list(self.categories or ()))
-        elif self.scenarios is None:
-            for c in self.categories or ():
-                bfcl.normalize_category(c)
+        for env_id, categories in self.env_groups:
+            if env_id == SINGLE_TURN_ID:
+                for c in categories:
+                    bfcl_single_turn.category_names(c)
+            elif env_id == MEMORY_ID:
+                expand_memory(list(categories))
+            elif env_id == MULTI_TURN_ID:
+                for c in categories:
+                    if c != "all":
+                        bfcl.normalize_category(c)
         if not self.seeds:
             raise ValueError("at least one seed is needed")
         if self.limit is not None and self.limit < 1:
@@ -180,15 +182,20 @@ class EvalConfig:
         )
 
     @property
-    def env_id(self) -> str:
-        """The env id the run plays (`env_id_for`)."""
-        return env_id_for(self.categories, self.scenarios)
+    def env_groups(self) -> list[tuple[str, tuple[str, ...]]]:
+        """The envs the run plays, each with its categories (`env_groups`: ``bfcl`` names every BFCL env)."""
+        return env_groups(self.categories, self.scenarios)
 
-    def env_kwargs(self) -> dict[str, Any]:
-        """`gym.make` arguments besides the protocol knobs and task ids."""
+    @property
+    def env_id(self) -> str:
+        """The env id the run plays (the first, when its categories span several: `env_groups`)."""
+        return self.env_groups[0][0]
+
+    def env_kwargs(self, env_id: str | None = None) -> dict[str, Any]:
+        """`gym.make` arguments besides the protocol knobs and task ids (of `env_id`, by default the run's first)."""
         if self.scenarios:
             return {"path": list(self.scenarios)}
-        return {"category": DEFAULT_CATEGORIES[self.env_id][1]}  # every category: the task ids pick
+        return {"category": DEFAULT_CATEGORIES[env_id or self.env_id][1]}  # every category: the task ids pick
 
 
 def _resumable(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -198,7 +205,7 @@ def _resumable(data: Mapping[str, Any]) -> dict[str, Any]:
     (as older ones do) matches an equal configuration.
     """
     out = {k: v for k, v in data.items() if k not in _RESUMABLE_ACROSS}
-    env_id = env_id_for(out.get("categories"), out.get("scenarios"))
+    env_id = env_groups(out.get("categories"), out.get("scenarios"))[0][0]
     with contextlib.suppress(TypeError, ValueError):  # a knob this version does not know: no equal configuration
         out["protocol"] = env_defaults(env_id).with_defaults(**out.get("protocol", {})).to_dict()
     return out
@@ -207,19 +214,30 @@ def _resumable(data: Mapping[str, Any]) -> dict[str, Any]:
 def eval_task_ids(
     categories: Sequence[str] | None, limit: int | None, scenarios: Sequence[str] | None = None
 ) -> list[str]:
-    """Task ids per category (in the source's order); with `limit`, that many evenly spaced over each category."""
+    """Task ids per category (in the source's order); with `limit`, that many evenly spaced over each category.
+
+    Categories of several envs (`env_groups`) give each env's ids in turn.
+    """
+    groups = env_groups(categories, scenarios)
+    return [t for env_id, names in groups for t in _group_task_ids(env_id, names or None, limit, scenarios)]
+
+
+def _group_task_ids(
+    env_id: str, categories: Sequence[str] | None, limit: int | None, scenarios: Sequence[str] | None
+) -> list[str]:
     if scenarios:
         from tooluse_gym.tasks.scenario import load_scenarios
 
         tasks = load_scenarios(list(scenarios))
-    elif env_id_for(categories, None) == MEMORY_ID:
+    elif env_id == MEMORY_ID:
         categories = expand_memory(list(categories or ()))
         tasks = list[Task](load_memory_tasks(categories))
-    elif env_id_for(categories, None) == SINGLE_TURN_ID:
+    elif env_id == SINGLE_TURN_ID:
         categories = list(dict.fromkeys(n for c in categories or () for n in bfcl_single_turn.category_names(c)))
         tasks = [t for c in categories for t in bfcl_single_turn.load_single_turn_tasks(c)]
     else:
-        categories = [bfcl.normalize_category(c) for c in categories] if categories else None
+        categories = [bfcl.normalize_category(c) for c in categories if c != "all"] if categories else None
+        categories = None if categories == [] else categories
         tasks = [t for c in dict.fromkeys(categories or bfcl.CATEGORIES) for t in bfcl.load_bfcl_tasks(c)]
     selected = select_tasks(tasks, categories=categories or None, limit=limit, limit_per="category")
     return [t.task_id for t in selected]
@@ -256,6 +274,9 @@ class _Progress:
         rate = self.tokens / max(time.perf_counter() - self.start, 1e-9)
         self.bar.set_postfix_str(f"acc {acc:.1f}% | {rate:.1f} tok/s", refresh=False)
 
+    def pause(self) -> None:
+        self.bar.refresh()
+
     def close(self) -> None:
         self.bar.close()
 
@@ -271,24 +292,34 @@ def run_eval(
     stderr how many episodes it skips as already done.
     """
     out = Path(out)
-    task_ids = list(config.task_ids or eval_task_ids(config.categories, config.limit, config.scenarios))
+    if config.task_ids:
+        plan = [(config.env_id, list(config.task_ids))]
+    else:
+        plan = [
+            (env_id, _group_task_ids(env_id, names or None, config.limit, config.scenarios))
+            for env_id, names in config.env_groups
+        ]
+    task_ids = [t for _, ids in plan for t in ids]
     if not task_ids:
         raise ValueError("no tasks selected: check --categories, --scenarios and --task-ids")
     wanted = {(t, s) for s in config.seeds for t in task_ids}
     episodes_path = out / "episodes.jsonl"
-
-    def make_env() -> gym.Env:
-        return gym.make(config.env_id, task_ids=task_ids, **config.env_kwargs(), **config.protocol.to_dict())
-
-    probe = make_env()  # unknown task ids and bad knob values fail here
-    card = ProtocolCard.from_dict({**protocol_card(probe).to_dict(), "seed": None})
-    probe.close()
+    envs: list[tuple[Callable[[], gym.Env], list[str]]] = []
+    cards: dict[str, ProtocolCard] = {}
+    for env_id, ids in plan:
+        make_env = _env_factory(config, env_id, ids)
+        probe = make_env()  # unknown task ids and bad knob values fail here
+        cards[env_id] = ProtocolCard.from_dict({**protocol_card(probe).to_dict(), "seed": None})
+        probe.close()
+        envs.append((make_env, ids))
+    card = next(iter(cards.values()))
     run = RunDir(out, "run.json", read=_resumable, hint="use another --out, or --force to start over")
     resumed = not force and run.check(_resumable(config.to_dict()))
     existing = read_episodes(episodes_path)[0] if not force and episodes_path.exists() else []
     done = [e for e in existing if (e.task_id, e.seed) in wanted]
     for e in done:
-        if ProtocolCard.from_dict(dict(e.protocol)).differences(card):
+        played = cards.get(str(e.protocol.get("env_id")))
+        if played is None or ProtocolCard.from_dict(dict(e.protocol)).differences(played):
             raise RunConflict(f"{episodes_path} holds episodes of another protocol; use another --out or --force")
     done_keys = {(e.task_id, e.seed) for e in done}
     jobs = [RolloutJob(t, s) for s in config.seeds for t in task_ids if (t, s) not in done_keys]
@@ -306,18 +337,24 @@ def run_eval(
                 file=sys.stderr,
             )
         schedule = _previous_schedule(out / "results.json")
-        if jobs:
-            assert agent is not None
-            schedule = _play(config, agent, jobs, make_env, episodes_path, _Progress(len(wanted), done, progress))
+        bar = _Progress(len(wanted), done, progress)
+        for make_env, ids in envs:  # one env after another: each slot of the loop plays one env's tasks
+            mine = set(ids)
+            env_jobs = [j for j in jobs if j.task_id in mine]
+            if env_jobs:
+                assert agent is not None
+                schedule = _play(config, agent, env_jobs, make_env, episodes_path, bar)
+        bar.close()
     finally:
         if owned and agent is not None:
             agent.close()
     episodes = [e for e in read_episodes(episodes_path)[0] if (e.task_id, e.seed) in wanted]
-    summary = summarize(episodes, known_issues_for(config.env_id))
+    summary = summarize(episodes, known_issues_for(MULTI_TURN_ID if MULTI_TURN_ID in cards else config.env_id))
     agent_info = dict(episodes[0].agent) if episodes else {"name": config.agent}
     results = {
         "protocol": card.to_dict(),
         "fingerprint": card.fingerprint(),
+        **({"protocols": {e: c.to_dict() for e, c in cards.items()}} if len(cards) > 1 else {}),
         "agent": agent_info,
         "config": config.to_dict(),
         "schedule": schedule,
@@ -356,8 +393,17 @@ def _play(
                 on_batch=bar.batch,
             )
     finally:
-        bar.close()
+        bar.pause()
     return schedule
+
+
+def _env_factory(config: EvalConfig, env_id: str, task_ids: list[str]) -> Callable[[], gym.Env]:
+    """What builds one of the run's envs on its share of the task ids."""
+
+    def make_env() -> gym.Env:
+        return gym.make(env_id, task_ids=task_ids, **config.env_kwargs(env_id), **config.protocol.to_dict())
+
+    return make_env
 
 
 def _previous_schedule(path: Path) -> str | None:

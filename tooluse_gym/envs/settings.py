@@ -19,7 +19,7 @@ import gymnasium as gym
 from tooluse_gym.envs.ids import MEMORY_ID, MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
 from tooluse_gym.tasks import bfcl_memory, bfcl_single_turn
 
-__all__ = ["DEFAULT_CATEGORIES", "SETTINGS_ENV_IDS", "EnvSettings", "env_id_for", "make_env"]
+__all__ = ["BFCL_ALL", "DEFAULT_CATEGORIES", "SETTINGS_ENV_IDS", "EnvSettings", "env_groups", "env_id_for", "make_env"]
 
 SETTINGS_ENV_IDS = (MULTI_TURN_ID, SINGLE_TURN_ID, MEMORY_ID, SCENARIO_ID)
 """The env ids built from JSON-able settings (``ToolUse-Tasks-v0`` takes a `TaskPool` object)."""
@@ -32,33 +32,43 @@ DEFAULT_CATEGORIES: Mapping[str, tuple[str, str]] = {
 """Each BFCL env id's category when none is given: without task ids, and with them (every category)."""
 
 
-def env_id_for(categories: Sequence[str] | None, scenarios: Sequence[str] | None) -> str:
-    """The env a run plays: scenarios, BFCL single-turn or BFCL multi-turn.
+BFCL_ALL = "bfcl"
+"""The category name for every BFCL category this package plays: single-turn, multi-turn and memory."""
+_EVERY = ((SINGLE_TURN_ID, "single_turn"), (MULTI_TURN_ID, "all"), (MEMORY_ID, "memory"))
 
-    The scenario env with `scenarios`; BFCL single-turn when every category is one of its categories
-    or groups; else BFCL multi-turn. A mix of single- and multi-turn categories is refused.
+
+def env_groups(categories: Sequence[str] | None, scenarios: Sequence[str] | None) -> list[tuple[str, tuple[str, ...]]]:
+    """The envs a run plays, each with its share of `categories`, in the order the categories name them.
+
+    Scenarios play the scenario env; a BFCL single-turn category or group plays ``ToolUse-SingleTurn-v0``,
+    a memory one ``ToolUse-Memory-v0``, any other multi-turn BFCL (checked where it is loaded);
+    ``bfcl`` (`BFCL_ALL`) names all three. No categories: BFCL multi-turn.
     """
     if scenarios:
-        return SCENARIO_ID
-    memory = [c for c in categories or () if c in bfcl_memory.CATEGORIES or c == "memory"]
-    if memory:
-        if len(memory) < len(categories or ()):
-            others = [c for c in categories or () if c not in memory]
-            raise ValueError(
-                f"--categories mixes memory {memory} with {others}: BFCL memory is its own env (ToolUse-Memory-v0), "
-                "so evaluate it as its own run (its own --out folder)"
-            )
-        return MEMORY_ID
-    single = [c for c in categories or () if c in bfcl_single_turn.GROUPS or c in bfcl_single_turn.CATEGORIES]
-    if not single:
-        return MULTI_TURN_ID
-    if len(single) < len(categories or ()):
-        others = [c for c in categories or () if c not in single]
-        raise ValueError(
-            f"--categories mixes single-turn {single} with {others}: single- and multi-turn BFCL are two envs, "
-            "so evaluate them as two runs (two --out folders)"
-        )
-    return SINGLE_TURN_ID
+        return [(SCENARIO_ID, tuple(categories or ()))]
+    groups: dict[str, list[str]] = {}
+    for category in categories or ():
+        if category == BFCL_ALL:
+            for env_id, every in _EVERY:
+                groups.setdefault(env_id, []).append(every)
+        elif category in bfcl_memory.CATEGORIES or category == "memory":
+            groups.setdefault(MEMORY_ID, []).append(category)
+        elif category in bfcl_single_turn.GROUPS or category in bfcl_single_turn.CATEGORIES:
+            groups.setdefault(SINGLE_TURN_ID, []).append(category)
+        else:
+            groups.setdefault(MULTI_TURN_ID, []).append(category)
+    if not groups:
+        return [(MULTI_TURN_ID, ())]
+    return [(env_id, tuple(dict.fromkeys(names))) for env_id, names in groups.items()]
+
+
+def env_id_for(categories: Sequence[str] | None, scenarios: Sequence[str] | None) -> str:
+    """The one env a list of categories plays (`env_groups`); a `ValueError` when they span several."""
+    groups = env_groups(categories, scenarios)
+    if len(groups) > 1:
+        spans = "; ".join(f"{env_id}: {', '.join(names)}" for env_id, names in groups)
+        raise ValueError(f"the categories span several envs ({spans}): one env at a time here")
+    return groups[0][0]
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
-from tooluse_gym.envs.settings import EnvSettings, env_id_for, make_env
+from tooluse_gym.envs import MEMORY_ID, MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
+from tooluse_gym.envs.settings import EnvSettings, env_groups, env_id_for, make_env
 from tooluse_gym.envs.tool_env import task_ids
 
 
@@ -61,5 +61,20 @@ def test_env_id_for_categories():
     assert env_id_for(None, None) == MULTI_TURN_ID
     assert env_id_for(["simple_python", "live"], None) == SINGLE_TURN_ID
     assert env_id_for(["base"], ["scenarios/x.yaml"]) == SCENARIO_ID
-    with pytest.raises(ValueError, match="mixes single-turn"):
+    assert env_id_for(["memory_kv", "memory"], None) == MEMORY_ID
+    with pytest.raises(ValueError, match="span several envs"):
         env_id_for(["base", "simple_python"], None)
+
+
+def test_env_groups_split_categories_by_env_in_the_order_given():
+    assert env_groups(["memory_kv", "base", "simple_python", "miss_func", "live"], None) == [
+        (MEMORY_ID, ("memory_kv",)),
+        (MULTI_TURN_ID, ("base", "miss_func")),
+        (SINGLE_TURN_ID, ("simple_python", "live")),
+    ]
+    assert env_groups(["bfcl"], None) == [
+        (SINGLE_TURN_ID, ("single_turn",)),
+        (MULTI_TURN_ID, ("all",)),
+        (MEMORY_ID, ("memory",)),
+    ]
+    assert env_groups(None, None) == [(MULTI_TURN_ID, ())]
