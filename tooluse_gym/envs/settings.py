@@ -10,6 +10,7 @@ category an env id plays when none is given (`DEFAULT_CATEGORIES`)::
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import gymnasium as gym
 
 from tooluse_gym.envs.ids import MEMORY_ID, MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
-from tooluse_gym.tasks import bfcl_memory, bfcl_single_turn
+from tooluse_gym.tasks import bfcl, bfcl_memory, bfcl_single_turn
 
 __all__ = ["BFCL_ALL", "DEFAULT_CATEGORIES", "SETTINGS_ENV_IDS", "EnvSettings", "env_groups", "env_id_for", "make_env"]
 
@@ -55,11 +56,31 @@ def env_groups(categories: Sequence[str] | None, scenarios: Sequence[str] | None
             groups.setdefault(MEMORY_ID, []).append(category)
         elif category in bfcl_single_turn.GROUPS or category in bfcl_single_turn.CATEGORIES:
             groups.setdefault(SINGLE_TURN_ID, []).append(category)
-        else:
+        elif category == "all" or category.removeprefix("multi_turn_") in bfcl.CATEGORIES:
             groups.setdefault(MULTI_TURN_ID, []).append(category)
+        else:
+            raise ValueError(unknown_category_message(category))
     if not groups:
         return [(MULTI_TURN_ID, ())]
     return [(env_id, tuple(dict.fromkeys(names))) for env_id, names in groups.items()]
+
+
+def known_categories() -> tuple[str, ...]:
+    """Every name `env_groups` takes: BFCL's categories and groups of each env, and `BFCL_ALL`."""
+    multi = (*bfcl.CATEGORIES, *(f"multi_turn_{c}" for c in bfcl.CATEGORIES), "all")
+    single = (*bfcl_single_turn.CATEGORIES, *bfcl_single_turn.GROUPS)
+    return (BFCL_ALL, *single, *multi, *bfcl_memory.CATEGORIES, "memory")
+
+
+def unknown_category_message(category: str) -> str:
+    """A one-line refusal of an unknown category naming close matches and every family."""
+    close = difflib.get_close_matches(category, known_categories(), n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
+    return (
+        f"unknown BFCL category {category!r}; {hint}single-turn: {', '.join(bfcl_single_turn.CATEGORIES)} "
+        f"(groups {', '.join(bfcl_single_turn.GROUPS)}); multi-turn: {', '.join(bfcl.CATEGORIES)}, all; "
+        f"memory: {', '.join(bfcl_memory.CATEGORIES)}, memory; every one: {BFCL_ALL}"
+    )
 
 
 def env_id_for(categories: Sequence[str] | None, scenarios: Sequence[str] | None) -> str:

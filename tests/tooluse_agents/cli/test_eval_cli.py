@@ -423,8 +423,13 @@ def test_single_turn_categories_run_on_the_single_turn_env(tmp_path, capsys):
     capsys.readouterr()
     assert run(*args, "--limit", "2", "--seeds", "0", "1", "--out", str(out)) == 0  # resumes: nothing to play
     assert "12 of 12 episodes already done" in capsys.readouterr().err
-    assert run("run", "--agent", "oracle", "--categories", "simple_python", "base", "--out", str(tmp_path / "mixed"))
-    assert "evaluate them as two runs" in capsys.readouterr().err and not (tmp_path / "mixed").exists()
+    mixed = ("run", "--agent", "oracle", "--categories", "simple_python", "base", "--limit", "1")
+    assert run(*mixed, "--out", str(tmp_path / "mixed")) == 0  # one run over both envs
+    assert set(json.loads((tmp_path / "mixed" / "results.json").read_text())["protocols"]) == {
+        "ToolUse-SingleTurn-v0",
+        "ToolUse-MultiTurn-v0",
+    }
+    capsys.readouterr()
     assert main(["export", "--format", "bfcl", str(out), str(tmp_path / "bfcl")]) == 0  # one root per seed
     assert "exported 12 BFCL episodes (seeds 0, 1)" in capsys.readouterr().out
 
