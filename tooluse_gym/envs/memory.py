@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -192,8 +192,3 @@ def make_memory_env(
         tasks, knobs=resolved, protocol=card, answer_check=answer_check, snapshots=snapshots, render_mode=render_mode
     )
     return wrap(env, resolved)
-
-
-def memory_categories_of(mapping: Mapping[str, Any]) -> list[str]:
-    """The memory categories a card's ``category`` names."""
-    return [c for c in str(mapping.get("category", "")).split(",") if c in CATEGORIES]

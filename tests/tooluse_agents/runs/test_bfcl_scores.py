@@ -199,7 +199,10 @@ def test_summary_of_a_multi_turn_run_has_bfcls_multi_turn_score_per_seed():
     assert block["overall"]["mean"] is None and block["overall"]["per_seed"] == {}
     assert "multi_turn_base" not in block["overall"]["missing"] and "live_simple" in block["overall"]["missing"]
     table = format_bfcl_table(s)
-    assert "| multi_turn | Multi Turn Acc |" in table and "overall needs simple_python" in table
+    assert "| multi_turn | Multi Turn Acc |" in table and "overall lacks simple_python" in table
+    # BFCL's own Overall for the run: the multi-turn score x 30 %, every category not run counted as 0
+    assert block["overall"]["as_bfcl"]["per_seed"]["0"] == pytest.approx(0.3 * block["multi_turn"]["per_seed"]["0"])
+    assert "| **overall** | Overall Acc |" in table and "count as 0" in table
     assert "BFCL summary scores" in "\n".join(bfcl_scores_section(s))
     assert "BFCL's summary scores" in results_table({"summary": s})
 
