@@ -191,6 +191,15 @@ def verdict_text(turn: TurnEntry, *, show_full: bool = False) -> Text:
     if not verdict:
         text.append(f"turn {index} · not judged (episode ended first)", style="dim")
         return text
+    if "session" in verdict:  # BFCL memory: a prerequisite session ended, with the memory it left
+        text.append(f"turn {index} · session {verdict['session']} ended; memory now:", style="bold")
+        text.append("\n  " + fold(json.dumps(verdict.get("memory"), ensure_ascii=False), show_full), style="cyan")
+        return text
+    if "question" in verdict:  # BFCL memory: a question, judged by BFCL's agentic checker
+        mark, style = ("✓", "bold green") if verdict.get("valid") else ("✗", "bold red")
+        outcome = verdict.get("error_type") or "answered"
+        text.append(f"{mark} turn {index} · {verdict['question']} · {outcome}", style=style)
+        return text
     if not verdict.get("checked"):
         text.append(f"turn {index} · not checked (empty ground truth)", style="dim")
         return text
