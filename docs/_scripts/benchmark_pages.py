@@ -304,8 +304,11 @@ def single_turn_speed_line() -> str:
 
 
 def first_run_table() -> str:
-    """`make run`'s table (model x benchmark x template), from first_run.json: the run's results.json as recorded."""
-    from tooluse_agents.eval.table import table_markdown
+    """`make run`'s table (model x benchmark x template), from first_run.json: the run's results.json as recorded.
+
+    With what its rows say (`table_findings`: generated, so the prose cannot claim what the data does not show).
+    """
+    from tooluse_agents.eval.table import table_findings, table_markdown
 
     name = "first_run.json"
     data = _load(name)
@@ -317,4 +320,6 @@ def first_run_table() -> str:
         + f"\n`make run` from a fresh clone: {run['wall_s'] / 60:.1f} min, setup included "
         + f"({run['setup_s'] / 60:.1f} min of it); {run['machine']['cpu_model']}, {run['machine']['cpu_count']} CPUs; "
         + f"commit `{run['commit'][:7]}` (`benchmarks/results/{name}`).\n"
+        + "\n"
+        + table_findings(data)
     )
