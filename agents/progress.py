@@ -58,6 +58,4 @@ def progress_bar(*, total: int | None, enabled: bool = True, stream: IO[str] | N
     out = sys.stderr if stream is None else stream
     if _is_terminal(out):
         return tqdm(total=total, disable=not enabled, file=out, dynamic_ncols=True, **kwargs)
-    return tqdm(
-        total=total, disable=not enabled, file=_Lines(out), mininterval=LOG_INTERVAL_S, ncols=100, **kwargs
-    )
+    return tqdm(total=total, disable=not enabled, file=_Lines(out), mininterval=LOG_INTERVAL_S, ncols=100, **kwargs)

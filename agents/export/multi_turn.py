@@ -87,9 +87,11 @@ def bfcl_result(record: EpisodeRecord, encoding: str) -> list[list[Payload]] | s
         return failed_inference_text(record)
     return [[step_payload(step, encoding) for step in turn.steps] for turn in record.turns]
 
+
 def is_bfcl_episode(record: EpisodeRecord) -> bool:
     """Whether an episode plays a BFCL multi-turn task (not a scenario, not an id BFCL lacks)."""
     return record.protocol.get("env_id") != SCENARIO_ID and _BFCL_ID.fullmatch(record.task_id) is not None
+
 
 # --- self-check ----------------------------------------------------------------------------
 

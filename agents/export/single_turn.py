@@ -279,9 +279,7 @@ class _SingleTurn:
     def plan(self, episodes: Sequence[EpisodeRecord], fc_run: bool) -> tuple[Target, list[str]]:
         underscores = {expects_underscores(r.protocol) for r in episodes}
         if len(underscores) > 1:
-            raise ExportError(
-                "the episodes mix system prompts with and without the tools: export each run on its own"
-            )
+            raise ExportError("the episodes mix system prompts with and without the tools: export each run on its own")
         tasks = _tasks(episodes)
         encoding = "fc" if fc_run else encoding_of(episodes)
         underscore = underscores.pop()

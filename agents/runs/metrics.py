@@ -113,6 +113,7 @@ METRICS: tuple[Metric, ...] = (
 METRIC_KEYS = tuple(m.key for m in METRICS if m.always)
 """What every line the trainer writes holds (more keys are allowed)."""
 
+
 def undeclared(keys: Iterable[str]) -> list[str]:
     """The keys `METRICS` declares nowhere (neither by name nor as a member of a ``*`` family)."""
     return [k for k in keys if not any(fnmatchcase(k, m.key) for m in METRICS)]

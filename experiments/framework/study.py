@@ -79,6 +79,7 @@ def current_path(path: str) -> str:
             return new + path[len(old) :]
     return path
 
+
 BASELINE = "vanilla"
 """The arm every other is compared with."""
 
