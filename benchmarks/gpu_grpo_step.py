@@ -122,6 +122,16 @@ def overrides(model: Path, run_dir: Path, device: str, steps: int, max_tokens: i
     ]
 
 
+def _portable(result: dict[str, Any]) -> Any:
+    """The result with its paths relative to the checkout (`tooluse_agents.runs.portable`).
+
+    Imported here: this script's other imports are the standard library's.
+    """
+    from tooluse_agents.runs.portable import portable
+
+    return portable(result, ROOT)
+
+
 def arm_command(arm: str, sets: list[str], python: str) -> list[str]:
     if arm == "trl":
         return [
@@ -331,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
             entry["output_tail"] = tail
         result["arms"][arm] = entry
         result["summary"] = summary(result["arms"])
-        (args.out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+        (args.out / "result.json").write_text(json.dumps(_portable(result), indent=2) + "\n")
         print(f"[{arm}] rc={rc} wall {entry['wall_s']:.0f} s", json.dumps(result["summary"].get(arm)), flush=True)
         if rc != 0:
             print(tail, flush=True)

@@ -45,6 +45,7 @@ from tooluse_agents.backends.dtypes import machine
 from tooluse_agents.backends.factory import BackendSpec, make_agent
 from tooluse_agents.eval.run import eval_task_ids
 from tooluse_agents.rollout.loop import RolloutJob, run_rollouts
+from tooluse_agents.runs.portable import portable
 from tooluse_agents.runs.records import EpisodeRecord
 from tooluse_gym.envs import SCENARIO_ID
 
@@ -249,7 +250,7 @@ def main() -> None:
         agent = make_agent(BackendSpec(backend="vllm", model="smollm2-135m", dtype=args.dtype, options=options))
         report["vllm_in_process"] = _study(agent, tasks, args)
         agent.close()
-        args.out.write_text(json.dumps(report, indent=2) + "\n")
+        args.out.write_text(json.dumps(portable(report, ROOT), indent=2) + "\n")
     if "openai" in args.parts:
         print("OpenAI agent against tooluse serve", flush=True)
         url, stop = _serve(args.dtype, args.num_envs)
@@ -260,7 +261,7 @@ def main() -> None:
             agent.close()
         finally:
             stop()
-        args.out.write_text(json.dumps(report, indent=2) + "\n")
+        args.out.write_text(json.dumps(portable(report, ROOT), indent=2) + "\n")
     print(f"wrote {args.out}")
 
 

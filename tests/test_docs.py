@@ -217,3 +217,73 @@ def test_docs_build_imports_no_backend():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=os.environ)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+_LINK = re.compile(r"(?<!!)\[[^\]\n]*\]\((?P<target>[^)\n]*)\)")
+_HEADING = re.compile(r"^#{1,6} +(?P<text>.*?)(?: *\{#(?P<id>[\w-]+)\})? *$", re.M)
+_CODE = re.compile(r"^```.*?^```", re.S | re.M)
+_ID = re.compile(r'id="(?P<id>[\w-]+)"')
+_SNIPPET = re.compile(r'^--8<-- "(?P<path>[^"]+)"', re.M)
+
+
+def _slug(text: str) -> str:
+    """Python-Markdown's toc slug for a heading (its default `slugify`), after inline markup is dropped."""
+    import unicodedata
+
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # a link keeps its text
+    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    text = re.sub(r"[^\w\s-]", "", text).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def anchors(path: Path) -> set[str]:
+    """The ids a page's links can point at: its headings' (repeats get ``_1``, ``_2``, ...) and explicit ones."""
+    text = path.read_text(encoding="utf-8")
+    text = _SNIPPET.sub(lambda m: (ROOT / m.group("path")).read_text(encoding="utf-8"), text)  # pymdownx.snippets
+    text = _CODE.sub("", text)
+    ids = {m.group("id") for m in _ID.finditer(text)}
+    for m in _HEADING.finditer(text):
+        slug = m.group("id") or _slug(m.group("text"))
+        unique, n = slug, 0
+        while unique in ids:
+            n += 1
+            unique = f"{slug}_{n}"
+        ids.add(unique)
+    return ids
+
+
+def link_problems(path: Path) -> list[str]:
+    """Links of a page whose target holds a space (Markdown shows such a link as text) or names no anchor there."""
+    text = _CODE.sub("", path.read_text(encoding="utf-8"))
+    text = re.sub(r"`[^`\n]*`", "", text)  # inline code holds no link
+    problems = []
+    for m in _LINK.finditer(text):
+        target = m.group("target").strip()
+        if re.search(r"\s", target.split(' "')[0]):
+            problems.append(f"{target!r}: a space in the target")
+            continue
+        if "://" in target or target.startswith("mailto:"):
+            continue
+        file, _, anchor = target.partition("#")
+        page = (path.parent / file).resolve() if file else path
+        if anchor and page.suffix == ".md" and page.exists() and anchor not in anchors(page):
+            problems.append(f"{target!r}: no heading with id {anchor!r} in {page.name}")
+    return problems
+
+
+def test_links_have_no_spaces_and_their_anchors_exist():
+    problems = {str(p.relative_to(ROOT)): link_problems(p) for p in MARKDOWN}
+    assert not {k: v for k, v in problems.items() if v}
+
+
+def test_the_link_check_catches_an_anchor_with_a_space(tmp_path):
+    (tmp_path / "cli.md").write_text("# CLI\n\n## `tooluse eval`\n\n### `tooluse eval run`\n\n## Two {#custom}\n")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "[a](cli.md#tooluse eval) [b](cli.md#tooluse-eval) [c](cli.md#tooluse-eval-run) [d](cli.md#nothing)\n"
+        "[e](cli.md#custom) [f](#here) `[g](cli.md#in code)`\n\n## Here\n"
+    )
+    assert link_problems(page) == [
+        "'cli.md#tooluse eval': a space in the target",
+        "'cli.md#nothing': no heading with id 'nothing' in cli.md",
+    ]

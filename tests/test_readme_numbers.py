@@ -95,3 +95,17 @@ def test_docs_home_status_lines_are_the_v2_results():
         assert f"{speedup['geometric_mean']} as fast as vanilla" in block, arm
         assert f"faster: {speedup['status']}, no loss: {result['verdicts']['no_loss'][arm]['status']}" in block, arm
     assert not re.search(r"\d\.\d+x", outside.replace("1.7-2.6x", "")), "a speed-up typed outside the block"
+
+
+def test_first_run_prose_is_the_generated_findings_of_first_run_json():
+    """What the README and the results page say about `make run`'s table is generated from it, CPU included."""
+    from tooluse_agents.eval.table import table_findings
+
+    data = json.loads((ROOT / "benchmarks" / "results" / "first_run.json").read_text(encoding="utf-8"))
+    findings = table_findings(data)
+    assert data["recorded"]["machine"]["cpu_model"] in findings and "on a different CPU" in findings
+    for page in ("README.md", "docs/results.md"):
+        text = (ROOT / page).read_text(encoding="utf-8")
+        start, end = text.index("<!-- gen:first-run -->\n"), text.index("<!-- /gen:first-run -->")
+        assert findings in text[start:end], page
+        assert "intervals reach 0" not in text[:start] + text[end:], page

@@ -3,6 +3,7 @@
 tooluse tui runs/smollm2-135m              # replay a run's episodes.jsonl
 tooluse tui path/to/episodes.jsonl         # the same, from the file
 tooluse tui path/to/train_run              # live view of a run with a metrics.jsonl
+tooluse tui runs/first-run                 # a folder of runs: choose one from a list
 tooluse tui runs/run_a runs/run_b          # compare two evaluation runs
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from textual.app import App
@@ -20,6 +22,7 @@ from textual.screen import Screen
 from tooluse_tui.compare import CompareScreen
 from tooluse_tui.data import EpisodeStore, MetricsLog
 from tooluse_tui.live import LiveScreen
+from tooluse_tui.picker import RunListScreen
 from tooluse_tui.replay import ReplayScreen
 from tooluse_tui.runs import Target, TargetError, resolve
 
@@ -52,8 +55,9 @@ class ToolUseApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "quit"),
         Binding("question_mark", "toggle_keys", "keys"),
+        Binding("backspace", "back", "runs"),
     ]
-    """Quit and the key panel, on every screen."""
+    """Quit and the key panel, on every screen; back to the run list from a run opened from it."""
 
     def __init__(self, config: TuiConfig) -> None:
         super().__init__()
@@ -64,8 +68,13 @@ class ToolUseApp(App[None]):
         self.push_screen(self.first_screen())
 
     def first_screen(self) -> Screen[None]:
-        """The screen the target opens on: replay, live or compare."""
-        target = self.config.target
+        """The screen the target opens on: replay, live, compare or the run list."""
+        return self.screen_for(self.config.target)
+
+    def screen_for(self, target: Target) -> Screen[None]:
+        """The screen of `target`."""
+        if target.mode == "pick":
+            return RunListScreen(target.root or Path("."), target.runs)
         if target.mode == "compare":
             return CompareScreen((target.episodes[0].parent, target.episodes[1].parent))
         store = EpisodeStore(target.episodes[0])
@@ -73,6 +82,21 @@ class ToolUseApp(App[None]):
             assert target.metrics is not None
             return LiveScreen(MetricsLog(target.metrics), store, self.config.poll_s)
         return ReplayScreen(store)
+
+    def on_run_list_screen_chosen(self, message: RunListScreen.Chosen) -> None:
+        """Open the run chosen in the run list on top of it."""
+        self.push_screen(self.screen_for(message.run.target))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Backspace goes back only from a run opened from the run list."""
+        if action == "back":
+            return self.config.target.mode == "pick" and len(self.screen_stack) > 2
+        return True
+
+    def action_back(self) -> None:
+        """Close the run opened from the run list."""
+        if self.check_action("back", ()):
+            self.pop_screen()
 
     def action_toggle_keys(self) -> None:
         """Show or hide the key panel."""

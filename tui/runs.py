@@ -2,7 +2,8 @@
 
 A path is a run folder, an ``episodes.jsonl`` or a ``metrics.jsonl``. A folder with a
 ``metrics.jsonl`` is a training run (live view); one with an ``episodes.jsonl`` is replayed.
-Two folders are compared.
+A folder with neither that holds run folders below it (``make run``'s ``runs/first-run``, a
+sweep) opens as a list of those runs to choose from. Two folders are compared.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import dataclasses
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,18 @@ RESULTS = "results.json"
 
 CategoryRow = CategoryDiff
 """Accuracy of one category in both runs (`tooluse_agents.runs.results.CategoryDiff`)."""
-__all__ = ["CategoryRow", "Comparison", "Disagreement", "Target", "TargetError", "compare", "load_results", "resolve"]
+__all__ = [
+    "CategoryRow",
+    "Comparison",
+    "Disagreement",
+    "RunFolder",
+    "Target",
+    "TargetError",
+    "compare",
+    "find_runs",
+    "load_results",
+    "resolve",
+]
 
 
 class TargetError(ToolUseGymError, ValueError):
@@ -38,14 +50,69 @@ class Target:
     """What to open.
 
     Attributes:
-        mode: ``replay`` | ``live`` | ``compare``.
-        episodes: The episodes file of each run (one, or two for ``compare``).
+        mode: ``replay`` | ``live`` | ``compare`` | ``pick`` (a list of runs to choose from).
+        episodes: The episodes file of each run (one, or two for ``compare``; none for ``pick``).
         metrics: The metrics file (``live``).
+        runs: The run folders to choose from (``pick``), see `find_runs`.
+        root: The folder they were found below (``pick``).
     """
 
     mode: str
     episodes: tuple[Path, ...]
     metrics: Path | None = None
+    runs: tuple[RunFolder, ...] = field(default=())
+    root: Path | None = None
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """A run found below a folder: what `resolve` would open for it.
+
+    Attributes:
+        name: Its path relative to the folder searched (``smollm2-135m/bfcl/template=native``).
+        target: The replay or live target of the run.
+        size: Bytes of its episodes and metrics files.
+    """
+
+    name: str
+    target: Target
+    size: int
+
+    @property
+    def kind(self) -> str:
+        """``replay`` (an evaluation run) or ``live`` (a training run)."""
+        return self.target.mode
+
+
+MAX_RUNS = 5000
+"""`find_runs` stops after this many runs (a folder of many more is not a list to choose from)."""
+
+
+def find_runs(root: str | os.PathLike[str], limit: int = MAX_RUNS) -> list[RunFolder]:
+    """The run folders below `root` (those holding an ``episodes.jsonl`` or a ``metrics.jsonl``), by name.
+
+    Hidden folders are skipped; a run folder's own subfolders are searched too (a training run's
+    evaluations). `root` itself is not listed.
+    """
+    base = Path(root)
+    found: list[RunFolder] = []
+    for folder, dirs, files in os.walk(base):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+        here = Path(folder)
+        if here == base or not (EPISODES in files or METRICS in files):
+            continue
+        target = _run_target(here)
+        size = sum((here / f).stat().st_size for f in (EPISODES, METRICS) if f in files)
+        found.append(RunFolder(here.relative_to(base).as_posix(), target, size))
+        if len(found) >= limit:
+            break
+    return sorted(found, key=lambda r: r.name)
+
+
+def _run_target(path: Path) -> Target:
+    if (path / METRICS).exists():
+        return Target("live", (path / EPISODES,), path / METRICS)
+    return Target("replay", (path / EPISODES,))
 
 
 def resolve(paths: Sequence[str | os.PathLike[str]]) -> Target:
@@ -62,11 +129,12 @@ def resolve(paths: Sequence[str | os.PathLike[str]]) -> Target:
         return Target("compare", tuple(p / EPISODES for p in resolved))
     path = resolved[0]
     if path.is_dir():
-        if (path / METRICS).exists():
-            return Target("live", (path / EPISODES,), path / METRICS)
-        if (path / EPISODES).exists():
-            return Target("replay", (path / EPISODES,))
-        raise TargetError(f"{path}: the folder holds neither {EPISODES} nor {METRICS}")
+        if (path / METRICS).exists() or (path / EPISODES).exists():
+            return _run_target(path)
+        runs = find_runs(path)
+        if not runs:
+            raise TargetError(f"{path}: the folder holds neither {EPISODES} nor {METRICS}, nor a run folder below it")
+        return Target("pick", (), runs=tuple(runs), root=path)
     if path.name == METRICS:  # may still be empty: a run that has just started
         return Target("live", (path.parent / EPISODES,), path)
     if path.stat().st_size == 0:

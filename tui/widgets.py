@@ -66,11 +66,11 @@ class KeyBar(Static):
     """
 
     def show(self, *groups: Iterable[BindingType]) -> None:
-        """List the shown bindings of `groups`, in order."""
+        """List the shown bindings of `groups`, in order (less those the app turns off, `App.check_action`)."""
         text = Text()
         for bindings in groups:
             for b in bindings:
-                if not isinstance(b, Binding) or not b.show:
+                if not isinstance(b, Binding) or not b.show or self.app.check_action(b.action, ()) is False:
                     continue
                 key = self.app.get_key_display(dataclasses.replace(b, key=b.key.split(",")[0]))
                 text.append("  " if text else "")

@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The `tooluse train` arguments."""
     parser = argparse.ArgumentParser(
         prog="tooluse train",
-        description=__doc__.split("\n")[0].strip("`: "),
+        description=__doc__.split("\n")[0],
         epilog="tooluse train prefilter --help: keep the prompts a stronger model solves (the paper's data recipe)",
         formatter_class=DefaultsHelpFormatter,
     )

@@ -88,7 +88,8 @@ class EvalConfig:
             live_parallel_multiple, live_irrelevance, live_relevance, or the groups non_live, live,
             single_turn); a run holds one of the two (single-turn task ids in `task_ids` need their
             categories here).
-        limit: Tasks per category, evenly spaced over the category (left out: all).
+        limit: Tasks per category, evenly spaced over that category's tasks (a BFCL multi-turn category holds
+            200, a single-turn one 16 to 1,053; left out: all).
         scenarios: Scenario files or folders to evaluate on (``ToolUse-Scenario-v0``) instead
             of BFCL (``ToolUse-MultiTurn-v0``).
         task_ids: Explicit task ids (overrides `categories` and `limit`).
@@ -196,6 +197,10 @@ class EvalConfig:
         if self.scenarios:
             return {"path": list(self.scenarios)}
         return {"category": DEFAULT_CATEGORIES[env_id or self.env_id][1]}  # every category: the task ids pick
+
+
+_SHOWN_DISAGREEMENTS = 50
+"""Disagreements `compare_runs` lists in its text (its data holds them all)."""
 
 
 def _resumable(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -462,14 +467,16 @@ def compare_runs(a: Path, b: Path) -> tuple[str, dict[str, Any]]:
                 "",
             ]
             lines += _diff_table(clean["categories"])
-    lines += [
-        "",
-        f"{len(c.disagreements)} of {c.shared_tasks} shared tasks disagree "
-        "(mean reward across the seeds both runs played >= 0.5 in one run only):",
-    ]
-    for d in c.disagreements[:50]:
+    rule = "(mean reward across the seeds both runs played >= 0.5 in one run only)"
+    if c.disagreements:
+        lines += ["", f"{len(c.disagreements)} of {c.shared_tasks} shared tasks disagree {rule}:"]
+    else:
+        lines += ["", f"None of the {c.shared_tasks} shared tasks disagree {rule}."]
+    for d in c.disagreements[:_SHOWN_DISAGREEMENTS]:
         mark = f"  [known issue: {d.known_issue}]" if d.known_issue else ""
         lines.append(f"  {d.task_id}: A {d.a:.2f}  B {d.b:.2f}{mark}")
+    if len(c.disagreements) > _SHOWN_DISAGREEMENTS:
+        lines.append(f"  ... and {len(c.disagreements) - _SHOWN_DISAGREEMENTS} more")
     data = {
         "protocol_differences": {k: list(v) for k, v in differences.items()},
         "compared": {"pairs": c.pairs, "tasks": c.shared_tasks, "seeds": list(c.seeds), "categories": compared},

@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tooluse_agents.backends.dtypes import machine
 from tooluse_agents.eval.sweep import slug
 from tooluse_agents.runs.records import read_episodes
 
-__all__ = ["benchmark_label", "collect", "table_markdown", "write_table"]
+__all__ = ["benchmark_label", "collect", "table_findings", "table_markdown", "write_table"]
 
 
 def benchmark_label(config: Mapping[str, Any]) -> str:
@@ -43,6 +44,8 @@ def collect(root: Path) -> dict[str, Any]:
 
     Rows are ordered by model, then benchmark, as the folders sort; a base row carries its seed
     spread, a change row also the paired difference from its base (points are fractions here).
+    ``machine`` is the CPU the table was gathered on (`tooluse_agents.backends.dtypes.machine`):
+    sampled scores depend on its kernels, so a table from another CPU can differ.
     """
     root = Path(root)
     files = sorted(root.rglob("sweep.json"))
@@ -86,7 +89,7 @@ def collect(root: Path) -> dict[str, Any]:
                     "fingerprint": change["fingerprint"],
                 }
             )
-    return {"root": str(root), "rows": rows}
+    return {"root": str(root), "rows": rows, "machine": machine()}
 
 
 def _pct(value: float | None, signed: bool = False) -> str:
@@ -116,10 +119,61 @@ def table_markdown(data: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _includes_zero(ci: Any) -> bool:
+    return bool(ci) and ci[0] <= 1e-9 and ci[1] >= -1e-9
+
+
+def table_findings(data: Mapping[str, Any]) -> str:
+    """What the table's rows say, in sentences (the prose under `make run`'s table is this, generated).
+
+    Who scores 0, each change's paired difference, whether its interval includes 0, and the CPU the table
+    was sampled on (results sampled on another CPU can differ).
+    """
+    rows = data["rows"]
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    sentences = []
+    changes = []
+    for model in models:
+        own = [r for r in rows if r["model"] == model]
+        if all(r["score"] == 0 for r in own):
+            sentences.append(f"{model} scores 0 in every row.")
+            continue
+        moved = [r for r in own if r["role"] == "change" and r["paired"]]
+        changes += moved
+        if moved:
+            parts = [
+                f"{_pct(r['paired']['diff'], True)} points with {r['configuration']} on {r['benchmark']}" for r in moved
+            ]
+            signs = {(r["paired"]["diff"] > 0) - (r["paired"]["diff"] < 0) for r in moved}
+            same = " (the same sign on every slice)" if len(signs) == 1 and 0 not in signs and len(moved) > 1 else ""
+            sentences.append(f"{model}: {', '.join(parts)}{same}.")
+    with_ci = [r for r in changes if r["paired"].get("ci95")]
+    if with_ci:
+        zero = [r for r in with_ci if _includes_zero(r["paired"]["ci95"])]
+        if len(zero) == len(with_ci):
+            sentences.append(
+                "Every paired 95% interval includes 0: slices this small show an effect's sign, not its size."
+            )
+        elif not zero:
+            sentences.append("No paired 95% interval includes 0.")
+        else:
+            apart = ", ".join(
+                f"{r['model']} {r['configuration']} on {r['benchmark']}" for r in with_ci if r not in zero
+            )
+            sentences.append(f"{len(zero)} of {len(with_ci)} paired 95% intervals include 0; the others: {apart}.")
+    cpu = data.get("machine") or (data.get("recorded") or {}).get("machine") or {}
+    where = f"Recorded on {cpu['cpu_model']}. " if cpu.get("cpu_model") else ""
+    sentences.append(
+        f"{where}Sampled results depend on the CPU's numeric kernels: on a different CPU, rows can differ by "
+        "a few tasks with the same protocol fingerprints."
+    )
+    return " ".join(sentences) + "\n"
+
+
 def write_table(root: Path) -> tuple[str, dict[str, Any]]:
     """Collect the sweeps under `root`, write ``results.json`` and ``table.md`` there; returns (markdown, data)."""
     data = collect(root)
-    text = table_markdown(data)
+    text = table_markdown(data) + "\n" + table_findings(data)
     (Path(root) / "results.json").write_text(json.dumps(data, indent=2) + "\n")
     (Path(root) / "table.md").write_text(text)
     return text, data

@@ -71,6 +71,28 @@ TARGETS: Mapping[str, Target] = {
 """The registered name for each step encoding."""
 
 
+def target_reason(target: Target, fc_run: bool, played_by: str | None = None) -> str:
+    """Why the export files its steps under `target`'s name: BFCL decodes by the registered name, not by who played.
+
+    Args:
+        target: The registered name chosen.
+        fc_run: The run's text replies were function-calling responses (``text_replies=fc``).
+        played_by: The run's model or agent (``oracle``, ``smollm2-135m``), when known.
+    """
+    if fc_run:
+        source = "the run's replies were function-calling responses (text_replies=fc)"
+    elif target.encoding == "fc":
+        source = "the steps carried structured tool calls"
+    else:
+        source = f"the run's tool_format={target.encoding}"
+    player = f" ({played_by} played them)" if played_by else ""
+    return (
+        f"BFCL decodes a result file with the handler registered for the model name it is filed under; "
+        f"{target.model}'s ({target.handler}) reads {target.steps}, as this run wrote them ({source}). "
+        f"The name picks BFCL's decoder, not the model that played the episodes{player}."
+    )
+
+
 @dataclass(frozen=True)
 class StepMismatch:
     """A written step that decodes to other calls than the env executed for it.
@@ -148,6 +170,7 @@ class BfclExport:
         warnings: Why BFCL's verdicts may differ from the run's (its protocol, its turn counts).
         commands: One `bfcl evaluate` per seed.
         missing_packages: What `bfcl evaluate` needs that this environment cannot import.
+        target_reason: Why the steps are filed under the target's name (`target_reason`).
     """
 
     run: Path
@@ -162,6 +185,7 @@ class BfclExport:
     warnings: tuple[str, ...]
     commands: tuple[BfclCommand, ...]
     missing_packages: tuple[str, ...] = ()
+    target_reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The manifest written to ``OUT/export.json``."""
@@ -171,6 +195,7 @@ class BfclExport:
             "model": self.target.model,
             "encoding": self.target.encoding,
             "handler": self.target.handler,
+            "target_reason": self.target_reason,
             "exported": self.exported,
             "skipped_scenario": self.skipped_scenario,
             "inference_errors": self.inference_errors,
@@ -193,6 +218,8 @@ class BfclExport:
             f"exported {self.exported} BFCL episodes (seeds {seeds}) to {self.out}{skipped}",
             f"steps written as {self.target.steps} under {self.target.model} ({self.target.handler})",
         ]
+        if self.target_reason:
+            lines.append(f"why {self.target.model}: {self.target_reason}")
         if self.corrupt_lines:
             lines.append(f"WARNING: {self.corrupt_lines} unreadable lines of episodes.jsonl were skipped")
         if self.inference_errors:

@@ -4,7 +4,9 @@
 (`tooluse_agents.export.multi_turn`, `tooluse_agents.export.single_turn`; their docstrings give each
 layout and why each registered model name), writes one BFCL project root per seed (BFCL scores one line
 per task id, so two seeds cannot share a file), decodes every written step again (the self-check) and
-writes ``OUT/export.json``: what was written, the self-check and the `bfcl evaluate` commands.
+writes ``OUT/export.json``: what was written, why under that registered name (BFCL picks its decoder by
+the name, so the name follows the steps' encoding, not the model that played), the self-check and the
+`bfcl evaluate` commands.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from tooluse_agents.export import multi_turn, single_turn
-from tooluse_agents.export.base import BfclCommand, BfclExport, ExportFormat, failed_inference
+from tooluse_agents.export.base import BfclCommand, BfclExport, ExportFormat, failed_inference, target_reason
 from tooluse_agents.export.evaluator import evaluator_program, missing_evaluator_packages
 from tooluse_agents.export.folders import ExportError, prepare_out, read_run, run_setting
 from tooluse_agents.runs.records import EpisodeRecord
@@ -72,6 +74,7 @@ def export_bfcl(run: str | os.PathLike[str], out: str | os.PathLike[str], *, for
         warnings=tuple(warnings),
         commands=tuple(commands),
         missing_packages=missing_evaluator_packages(),
+        target_reason=target_reason(target, fc_run, run_setting(run_path, "model") or run_setting(run_path, "agent")),
     )
     (out_path / "export.json").write_text(json.dumps(export.to_dict(), indent=2) + "\n", encoding="utf-8")
     return export

@@ -6,13 +6,16 @@ training time, rollout + update + sync summed over the steps so far, at which it
 line of eval.jsonl is one held-out evaluation: step, epoch, reward, episodes, ``time/train_s``
 and its own duration ``time/eval_s`` (not training time). episodes.jsonl holds the
 training rollouts in the evaluation harness's record format (`tooluse_agents.rollout.episode`) with one
-extra ``train`` object (step, epoch, member, advantage, used). On resume, lines written after
-the checkpoint's step are dropped, so the files read as if the run had never stopped.
+extra ``train`` object (step, epoch, member, advantage, used). A checkpoint records how many bytes
+each of these appended files held when it was saved (`RunFiles.sizes`); on resume every file is cut back
+to that (`RunFiles.rewind`), so the files read as if the run had never stopped, whatever it wrote between
+its last checkpoint and the kill (a step's metrics line, its rollouts, an evaluation).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,44 @@ class RunFiles:
         self.checkpoints = run_dir / "checkpoints"
         self._episodes: JsonlWriter | None = None
         self._eval_episodes: JsonlWriter | None = None
+
+    @property
+    def appended(self) -> tuple[Path, ...]:
+        """The files a run appends to (a resume cuts each back to its checkpoint)."""
+        return (self.metrics_path, self.episodes_path, self.eval_path, self.eval_episodes_path)
+
+    def sizes(self) -> dict[str, int]:
+        """Bytes each appended file holds now (every line is flushed): what a checkpoint saved now covers."""
+        if not self.write:
+            return {}
+        return {p.name: p.stat().st_size if p.exists() else 0 for p in self.appended}
+
+    def rewind(self, sizes: Mapping[str, int] | None, step: int | None) -> None:
+        """Cut every appended file back to what the checkpoint a run resumes from covers.
+
+        Args:
+            sizes: The bytes each file held when the checkpoint was saved (`sizes`); None for a
+                checkpoint that did not record them: lines of later steps are dropped (`truncate_after`).
+            step: The checkpoint's step; None when there is no checkpoint: the run starts over, so
+                nothing written so far counts and every file is emptied.
+        """
+        if not self.write:
+            return
+        if step is None:
+            for path in self.appended:
+                if path.exists():
+                    os.truncate(path, 0)
+            return
+        if sizes is None:
+            self.truncate_after(step)
+            return
+        for path in self.appended:
+            size = sizes.get(path.name, 0)
+            if path.exists() and path.stat().st_size >= size:
+                os.truncate(path, size)
+            elif path.exists():  # shorter than the checkpoint saw it: keep what its steps wrote
+                self.truncate_after(step)
+                return
 
     def truncate_after(self, step: int) -> None:
         """Drop every line written for steps after `step` (torn lines included)."""

@@ -251,6 +251,10 @@ def env_server_table() -> str:
     )
 
 
+def _total(data: dict[str, Any]) -> int:
+    return max(r["entries"] + r["left_out"] for r in data["formats"].values())
+
+
 def single_turn_speed_table() -> str:
     """Time per entry: ours (a whole episode, and decode + check alone) against bfcl_eval's functions."""
     name = "single_turn_throughput.json"
@@ -281,9 +285,37 @@ def single_turn_speed_table() -> str:
     m, git = data["machine"], data["git"]
     return (
         _table(header, rows)
-        + f"\nRatio: bfcl_eval's time / ours, median of {data['passes']} passes; every entry valid on both sides "
+        + f"\nEntries: those of BFCL's {_total(data):,} that were timed: the entries no answer can pass are left "
+        + "out, and under `python` also those whose answer the Python-text writer could not write at the time. "
+        + f"Ratio: bfcl_eval's time / ours, median of {data['passes']} passes; every entry valid on both sides "
         + f"in every pass. {m['cpu_model']}, Python {m['python']}, bfcl-eval {m['bfcl_eval']}, at "
         + f"`{(git['commit'] or '?')[:7]}` (`benchmarks/results/{name}`).\n"
+    )
+
+
+def single_turn_counts() -> dict[str, int]:
+    """Entries per BFCL single-turn category in the installed bfcl-eval's data (the one place the docs count them)."""
+    from tooluse_gym.tasks.bfcl_single_turn import CATEGORIES, load_single_turn_tasks
+
+    return {c: len(load_single_turn_tasks(c)) for c in CATEGORIES}
+
+
+def single_turn_catalog() -> str:
+    """The environments page's single-turn catalogue: entries per category, per language, and how many can pass."""
+    from tooluse_gym.tasks.bfcl import bfcl_version
+    from tooluse_gym.tasks.bfcl_single_turn import LANGUAGE_CATEGORIES, UNSATISFIABLE
+
+    counts = single_turn_counts()
+    total = sum(counts.values())
+    python = sum(n for c, n in counts.items() if c not in LANGUAGE_CATEGORIES)
+    languages = " and ".join(f"{counts[c]:,} in `{c}`" for c in LANGUAGE_CATEGORIES)
+    listed = ", ".join(f"`{c}` ({n:,})" for c, n in counts.items())
+    return (
+        f"What is there (bfcl-eval {bfcl_version()} data): **{total:,} entries** in {len(counts)} categories, "
+        f"{python:,} of them in the {len(counts) - len(LANGUAGE_CATEGORIES)} Python categories, {languages}; "
+        f"{total - len(UNSATISFIABLE):,} can be passed: the possible answers of {len(UNSATISFIABLE)} entries reject "
+        "every response under BFCL's own checker (`tooluse_gym.tasks.bfcl_single_turn.UNSATISFIABLE`).\n\n"
+        f"- **Categories**: {listed}; groups `non_live`, `live`, `single_turn` (each the categories it holds).\n"
     )
 
 
@@ -296,16 +328,21 @@ def single_turn_speed_line() -> str:
         f"`{fmt}` decoder {r['core_ratio']:.2f}× decode + check, {r['ratio']:.2f}× a whole episode"
         for fmt, r in data["formats"].items()
     ]
-    entries = max(r["entries"] for r in data["formats"].values())
+    row = max(data["formats"].values(), key=lambda r: r["entries"])
+    entries, total = row["entries"], row["entries"] + row["left_out"]
     return (
-        f"- Single-turn scoring against bfcl_eval's `decode_ast` + `ast_checker` (all {entries:,} entries): "
+        f"- Single-turn scoring against bfcl_eval's `decode_ast` + `ast_checker` (the {entries:,} of {total:,} "
+        "entries an answer can pass): "
         f"{', '.join(parts)} (`single_turn_throughput.json`).\n"
     )
 
 
 def first_run_table() -> str:
-    """`make run`'s table (model x benchmark x template), from first_run.json: the run's results.json as recorded."""
-    from tooluse_agents.eval.table import table_markdown
+    """`make run`'s table (model x benchmark x template), from first_run.json: the run's results.json as recorded.
+
+    With what its rows say (`table_findings`: generated, so the prose cannot claim what the data does not show).
+    """
+    from tooluse_agents.eval.table import table_findings, table_markdown
 
     name = "first_run.json"
     data = _load(name)
@@ -317,4 +354,6 @@ def first_run_table() -> str:
         + f"\n`make run` from a fresh clone: {run['wall_s'] / 60:.1f} min, setup included "
         + f"({run['setup_s'] / 60:.1f} min of it); {run['machine']['cpu_model']}, {run['machine']['cpu_count']} CPUs; "
         + f"commit `{run['commit'][:7]}` (`benchmarks/results/{name}`).\n"
+        + "\n"
+        + table_findings(data)
     )

@@ -35,6 +35,7 @@ from benchmark_pages import (
     first_run_table,
     known_issues_table,
     rollout_schedule_table,
+    single_turn_catalog,
     single_turn_speed_table,
     speed_summary,
 )
@@ -246,6 +247,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "env-speed": env_speed_table,
     "env-server": env_server_table,
     "single-turn-speed": single_turn_speed_table,
+    "single-turn-catalog": single_turn_catalog,
     "seed-stability": seed_stability_table,
     "format-grid": format_grid_table,
     "rollout-schedule": rollout_schedule_table,

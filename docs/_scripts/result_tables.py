@@ -223,13 +223,30 @@ def status_lines() -> str:
             f"{per_seed}), final minus vanilla's {no_loss['mean_delta']:+.3f} (mean over seeds); "
             f"faster: {v['status']}, no loss: {no_loss['status']}."
         )
+    lines.append(
+        "- T50: the held-out reward the study fixed in advance as its primary target; *met* / *not met*: the "
+        "verdict's pre-registered rule held / did not (faster: sooner to the target in every seed; no loss and "
+        "learned: exact McNemar tests on the same held-out prompts)."
+    )
     return "\n".join(lines) + "\n"
 
 
+HEADLINE_TERMS = (
+    "T50 and T75: held-out rewards a study fixed before its first run as its targets, the starting model's "
+    "reward plus 50% and 75% of a reference gain (T50 the primary); *x to T50* is how many times sooner, in "
+    "training seconds, an arm first reached it than the arm it is compared with. Study A: our trainer against "
+    "TRL's GRPOTrainer; study B: GRPO efficiency on single-turn tasks. *met* / *not met*: the verdict's "
+    "pre-registered rule held / did not (faster: sooner to the target in every seed; learned and no loss: exact "
+    "McNemar tests on the same held-out prompts); *undefined*: the rule cannot be applied (an arm never reached "
+    "the target)."
+)
+"""What the at-a-glance table's terms mean, printed under it (they are used there before the sections define them)."""
+
+
 def headline_table() -> str:
-    """The README's results at a glance; superseded studies are on the history page, not here."""
+    """The results at a glance, with its terms defined; superseded studies are on the history page, not here."""
     rows = headline_rows() + seed_stability_rows() + format_grid_rows()
-    return _table(["what", "result", "verdict", "file"], rows)
+    return _table(["what", "result", "verdict", "file"], rows) + "\n" + HEADLINE_TERMS + "\n"
 
 
 # --- the cell studies ------------------------------------------------------------------------------

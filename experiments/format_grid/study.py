@@ -30,6 +30,7 @@ from experiments.framework.report import head
 from experiments.framework.run import cell_args, run_cells
 from experiments.framework.study import Schema, load
 from tooluse_agents.eval.stats import bootstrap, interval, mcnemar_exact_p
+from tooluse_agents.runs.portable import portable
 from tooluse_agents.runs.records import read_episodes
 from tooluse_gym.prompt_formats import grid_task_ids
 
@@ -160,7 +161,7 @@ def write(prereg: dict[str, Any], path: Path, done: Mapping[str, Any], runs: Pat
         }
     cells = {name: found[name] for name in prereg["cells"] if name in found}
     result = {**head_, "complete": set(cells) == set(prereg["cells"]), "cells": cells}
-    RESULT.write_text(json.dumps(result, indent=2) + "\n")
+    RESULT.write_text(json.dumps(portable(result, ROOT), indent=2) + "\n")
     return result
 
 

@@ -35,10 +35,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from experiments.framework.provenance import checkout, machine, provenance, shown
+from experiments.framework.provenance import ROOT, checkout, machine, provenance, shown
 from experiments.framework.study import Prereg
 from experiments.framework.summary import counts, crossing, outcomes_at, seed_arm_stats
 from tooluse_agents.eval import stats as st
+from tooluse_agents.runs.portable import portable
 
 
 def head(
@@ -345,7 +346,7 @@ def write_report(
     """Build the report (`build`) and write its JSON, its markdown summary (`summary`, default v2's) and its plot."""
     from experiments.framework.figures import markdown, plot
 
-    text = json.dumps(build(prereg, folder), indent=1, default=str) + "\n"
+    text = json.dumps(portable(build(prereg, folder), ROOT), indent=1, default=str) + "\n"
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(text, encoding="utf-8")
     report = json.loads(text)  # the summary and plot read what was written, as the docs generator does

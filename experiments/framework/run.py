@@ -41,6 +41,7 @@ from typing import Any
 
 from experiments.framework.provenance import ROOT
 from experiments.framework.study import PreregError
+from tooluse_agents.runs.portable import portable
 
 # --- resume and commit --------------------------------------------------------------------------
 
@@ -63,10 +64,13 @@ def commit_file(path: Path, message: str, tries: int = 30, cwd: Path = ROOT, als
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write a result atomically (a temporary file, then a rename): a reader never sees half a file."""
+    """Write a result atomically (a temporary file, then a rename): a reader never sees half a file.
+
+    Its paths are made relative to the checkout (`tooluse_agents.runs.portable`): no machine's folders.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(portable(data, ROOT), indent=1) + "\n", encoding="utf-8")
     tmp.replace(path)
 
 

@@ -35,6 +35,7 @@ from experiments.framework.provenance import ROOT, shown, uncommitted
 from experiments.framework.report import head
 from experiments.framework.run import dispatch
 from experiments.framework.study import PreregError, Schema, load
+from tooluse_agents.runs.portable import portable
 
 DEFAULT_PREREG = ROOT / "benchmarks" / "preregistered" / "protocol_sensitivity_v1.yaml"
 RESULT = ROOT / "benchmarks" / "results" / "protocol_sensitivity.json"
@@ -197,7 +198,7 @@ def report(args: argparse.Namespace) -> int:
     """Write the report's JSON and figure."""
     data = build(args.prereg, args.out)
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    args.json.write_text(json.dumps(portable(data, ROOT), indent=1) + "\n", encoding="utf-8")
     figure(data, args.figure)
     print(f"wrote {shown(args.json)}" + (f" and {shown(args.figure)}" if data["curriculum"] else ""), file=sys.stderr)
     return 0

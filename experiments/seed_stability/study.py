@@ -25,6 +25,7 @@ from experiments.framework.report import head
 from experiments.framework.run import cell_args, run_cells
 from experiments.framework.study import Schema, load
 from tooluse_agents.eval.stats import bootstrap, interval, spread_and_std
+from tooluse_agents.runs.portable import portable
 from tooluse_agents.runs.records import read_episodes
 
 PREREG = ROOT / "benchmarks" / "preregistered" / "single_turn_seed_stability_v1.yaml"
@@ -112,7 +113,7 @@ def write(prereg: dict[str, Any], path: Path, done: Mapping[str, np.ndarray], ru
         "cells": cells,
         "finding": finding(done, cells, stats),
     }
-    RESULT.write_text(json.dumps(result, indent=2) + "\n")
+    RESULT.write_text(json.dumps(portable(result, ROOT), indent=2) + "\n")
     return result
 
 

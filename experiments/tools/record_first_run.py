@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from experiments.framework.provenance import ROOT
+from tooluse_agents.runs.portable import portable
 
 OUT = ROOT / "benchmarks" / "results" / "first_run.json"
 
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         "commit": commit,
         "machine": {"cpu_model": _cpu_model(), "cpu_count": os.cpu_count(), "python": platform.python_version()},
     }
-    OUT.write_text(json.dumps(data, indent=2) + "\n")
+    OUT.write_text(json.dumps(portable(data, ROOT), indent=2) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)}: {data['recorded']['wall_s'] / 60:.1f} min (setup {setup_s / 60:.1f})")
     return 0
 

@@ -251,7 +251,12 @@ def test_run_and_report_from_fake_runs(prereg_file, tmp_path, monkeypatch):
 
     assert v2.main(["report", *common]) == 0
     report = json.loads((out / "grpo_efficiency_v2.json").read_text())
-    assert report["prereg"]["path"] == str(prereg_file) and report["prereg"]["contents"]["budget_s"] == 300
+    from experiments.framework.provenance import ROOT
+    from tooluse_agents.runs.portable import portable
+
+    # a prereg outside the checkout: recorded without the machine's folders
+    assert report["prereg"]["path"] == portable(str(prereg_file), ROOT) and "<tmp>/" in report["prereg"]["path"]
+    assert report["prereg"]["contents"]["budget_s"] == 300
     assert "commit" in report["prereg"]
     assert report["seeds"] == {
         "preregistered": [0, 1, 2],

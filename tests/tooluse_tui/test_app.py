@@ -9,6 +9,7 @@ import time
 from tests.tooluse_tui.conftest import drive, make_app, settle, shown, wait_for
 from tooluse_tui.app import main
 from tooluse_tui.live import LiveScreen, MetricPanel
+from tooluse_tui.picker import RunListScreen
 from tooluse_tui.replay import ReplayScreen
 from tooluse_tui.table import RowTable
 from tooluse_tui.transcript_view import TranscriptView
@@ -355,5 +356,49 @@ def test_compare_marks_known_issue_tasks_and_shows_the_clean_subset(tmp_path, da
         await shown(pilot, "clean subset", "known-issues registry", "2 tasks out", "⚑ wrong gt")
         marked = {d.task_id: d.known_issue for d in _rows(app)}
         assert marked["multi_turn_miss_param_4"] == "wrong_ground_truth"
+
+    drive(app, script)
+
+
+def _runs_folder(tmp_path, data):
+    """A folder laid out as `make run` writes it: runs three folders down, none at the top."""
+    root = tmp_path / "first-run"
+    for model in ("smollm2-135m", "smollm2-135m-warmstart"):
+        cell = root / model / "bfcl" / "template=native"
+        cell.mkdir(parents=True)
+        shutil.copy(data / "run_a" / "episodes.jsonl", cell / "episodes.jsonl")
+    shutil.copytree(data / "train_run", root / "grpo")
+    return root
+
+
+def test_a_folder_of_runs_opens_as_a_list_to_choose_from(tmp_path, data):
+    app = make_app(_runs_folder(tmp_path, data))
+
+    async def script(pilot):
+        assert isinstance(app.screen, RunListScreen)
+        assert [r.name for r in _rows(app)] == [
+            "grpo",
+            "smollm2-135m-warmstart/bfcl/template=native",
+            "smollm2-135m/bfcl/template=native",
+        ]
+        await shown(pilot, "3 runs · 2 with episodes · 1 training", "smollm2-135m/bfcl/template=native", "training")
+        await pilot.press("down", "down", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ReplayScreen)
+        await shown(pilot, "16 episodes", "⌫ runs")
+        await pilot.press("backspace")
+        assert isinstance(app.screen, RunListScreen)
+        assert app.screen.focused is app.screen.query_one(RowTable)
+
+    drive(app, script)
+
+
+def test_the_back_key_is_off_outside_a_run_list(data):
+    app = make_app(data / "run_a")
+
+    async def script(pilot):
+        await shown(pilot, "16 episodes", absent=("⌫ runs",))
+        await pilot.press("backspace")
+        assert isinstance(app.screen, ReplayScreen)
 
     drive(app, script)

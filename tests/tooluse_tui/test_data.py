@@ -14,7 +14,7 @@ from tooluse_agents.eval.run import compare_runs
 from tooluse_agents.runs.records import EpisodeRecord
 from tooluse_tui import plots, transcript, widgets
 from tooluse_tui.data import EpisodeFilter, EpisodeStore, EpisodeSummary, JsonlFile, MetricsLog, select
-from tooluse_tui.runs import TargetError, compare, load_results, resolve
+from tooluse_tui.runs import TargetError, compare, find_runs, load_results, resolve
 
 
 def _records(path):
@@ -137,13 +137,31 @@ def test_resolve_modes_and_errors(tmp_path, data):
     for paths, message in [
         ([tmp_path / "missing"], "no such file or folder"),
         ([tmp_path / "empty.jsonl"], "the file is empty"),
-        ([tmp_path / "nothing"], "neither episodes.jsonl nor metrics.jsonl"),
+        ([tmp_path / "nothing"], "neither episodes.jsonl nor metrics.jsonl, nor a run folder below it"),
         ([], "give a run folder"),
         ([""], "the path is empty"),
         ([data / "run_a", tmp_path / "nothing"], "to compare, give two run folders"),
     ]:
         with pytest.raises(TargetError, match=message):
             resolve(paths)
+
+
+def test_a_folder_of_runs_resolves_to_the_runs_below_it(tmp_path, data):
+    root = tmp_path / "first-run"
+    cell = root / "smollm2-135m" / "bfcl" / "template=native"
+    cell.mkdir(parents=True)
+    shutil.copy(data / "run_a" / "episodes.jsonl", cell / "episodes.jsonl")
+    shutil.copytree(data / "train_run", root / "grpo")
+    (root / ".hidden" / "run").mkdir(parents=True)
+    (root / ".hidden" / "run" / "episodes.jsonl").write_text("")
+    target = resolve([root])
+    assert target.mode == "pick" and target.root == root and target.episodes == ()
+    assert [(r.name, r.kind) for r in target.runs] == [
+        ("grpo", "live"),
+        ("smollm2-135m/bfcl/template=native", "replay"),
+    ]
+    assert target.runs[1].target == resolve([cell]) and target.runs[0].target == resolve([root / "grpo"])
+    assert [r.name for r in find_runs(root, limit=1)] == ["grpo"]
 
 
 def test_results_computed_from_episodes_when_results_json_is_missing(tmp_path, data):

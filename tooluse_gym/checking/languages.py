@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["JAVA_TYPES", "JS_TYPES", "NESTED", "convert", "language_of", "realize"]
+__all__ = ["JAVA_TYPES", "JS_TYPES", "NESTED", "call_text_value", "convert", "language_of", "realize"]
 
 JAVA_TYPES: Mapping[str, type] = {
     "byte": int,
@@ -267,6 +267,21 @@ def realize(language: str, value: Any, spec: Mapping[str, Any]) -> Any:
     if language == "java":
         return _java_source(value, kind, item_kind)
     return _js_source(value, kind, item_kind)
+
+
+def call_text_value(value: Any) -> str:
+    """A parameter's value as Java or JavaScript call text that BFCL's parser reads back as the same string.
+
+    BFCL's tree-sitter readers take an argument's source text and trim one pair of outer quotes; they
+    never undo an escape. A string is therefore quoted only when a quoted literal holds it as it is
+    (Python's ``repr`` escapes nothing); one that holds both quote characters, a backslash or a
+    control character is written as the source it already is (``{k: ["f('x')"]}``), which the
+    parser hands back untouched.
+    """
+    text = repr(value)
+    if not isinstance(value, str) or text[1:-1] == value:
+        return text
+    return value
 
 
 def _number(value: Any) -> str:

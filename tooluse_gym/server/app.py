@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     sock.listen(2048)
     host, port = sock.getsockname()[:2]
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
-    tasks = ", ".join(f"{e} ({len(catalog.task_ids[e])} tasks)" for e in config.env_ids)
+    tasks = ", ".join(f"{e} ({len(catalog.task_ids[e]):,} tasks)" for e in config.env_ids)
     print(f"tooluse serve-env: serving {tasks} at {url} (sessions: {url}/ws)", file=sys.stderr, flush=True)
     server = uvicorn.Server(uvicorn.Config(served, log_level="warning", ws_max_size=config.max_request_bytes))
     server.run(sockets=[sock])

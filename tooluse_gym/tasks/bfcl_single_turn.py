@@ -102,6 +102,26 @@ class SingleTurnTask(Task):
         """The function docs the checker reads."""
         return self.checked_functions or self.functions
 
+    def reference_message(self, turn: int, steps_in_turn: int, tool_format: str) -> str:
+        """`Task.reference_message`, in the Java and JavaScript categories as BFCL reads their call text.
+
+        There python-format text is read by BFCL's parser of that language, so each value is written
+        as call text that parser reads back as the ground truth (`languages.call_text_value`).
+        """
+        calls = self.ground_truth[turn]
+        if (
+            tool_format != "python"
+            or languages.language_of(self.test_category) == "python"
+            or steps_in_turn
+            or not calls
+        ):
+            return super().reference_message(turn, steps_in_turn, tool_format)
+        written = (
+            f"{c.name}({', '.join(f'{k}={languages.call_text_value(v)}' for k, v in c.arguments.items())})"
+            for c in calls
+        )
+        return "[" + ", ".join(written) + "]"
+
 
 def category_names(category: str) -> tuple[str, ...]:
     """The categories a ``category`` argument names: one category, or a group (`GROUPS`)."""

@@ -37,7 +37,7 @@ from tooluse_agents.runs.records import MetricsRecord
 from tooluse_agents.runs.rundir import RunConflict, RunDir
 from tooluse_agents.runs.runlog import RunFiles
 from tooluse_agents.train.grpo.advantages import group_outcome
-from tooluse_agents.train.grpo.checkpoint import latest_checkpoint, latest_step
+from tooluse_agents.train.grpo.checkpoint import latest_checkpoint
 from tooluse_agents.train.grpo.config import TrainConfig, stored_config
 from tooluse_agents.train.grpo.distributed import Dist
 from tooluse_agents.train.grpo.filtering import make_filter
@@ -135,10 +135,13 @@ class GRPOTrainer:
         return ScriptedTurns(self.agent, before_last_turn if self.config.grpo.mode == "next_turn" else None)
 
     def _resume(self) -> None:
+        """Resume from the newest checkpoint, its run files cut back to what it covers (none: start over)."""
         found = latest_checkpoint(self.files.checkpoints)
-        self.files.truncate_after(latest_step(self.files.checkpoints))
         if found is None:
+            self.files.rewind(None, None)
             return
+        saved = json.loads((found / "state.json").read_text(encoding="utf-8"))
+        self.files.rewind(saved.get("files"), saved["step"])
         state = self.dist.load(found, self.policy, self.updater.optimizer)
         self.filter.load_state_dict(state["filter"])
         self.plan.load_state_dict(state)
@@ -344,6 +347,7 @@ class GRPOTrainer:
             "filter": self.filter.state_dict(),
             "elapsed_s": self.elapsed,
             "world_size": self.dist.world_size,
+            "files": self.files.sizes(),  # what the run files held: a resume cuts them back to it
         }
         keep = self.config.keep_checkpoints
         self.dist.save(self.files.checkpoints, self.step, self.policy, self.updater.optimizer, state, keep)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from tooluse_agents.cli.main import commands, load, main
+from tooluse_agents.cli.main import commands, load, main, usage
 
 ROOT = Path(__file__).resolve().parents[3]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -41,6 +41,13 @@ def test_help_lists_every_subcommand():
         assert f"\n  {name} " in out
     sub = subprocess.run([str(BIN / "tooluse"), "eval", "--help"], capture_output=True, text=True, check=True).stdout
     assert "run" in sub and "sweep" in sub and "export" in sub
+
+
+def test_help_summaries_quote_code_in_pairs():
+    """Each subcommand's line in `tooluse --help` opens every code quote it closes (no stray backtick)."""
+    for line in usage().splitlines()[3:]:
+        assert line.count("`") % 2 == 0, line
+    assert "  train      `tooluse train CONFIG.yaml [key=value ...]`: run (or resume)" in usage()
 
 
 def test_an_unknown_subcommand_is_refused(capsys):

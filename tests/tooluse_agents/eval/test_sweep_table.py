@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tooluse_agents.cli.eval import main
-from tooluse_agents.eval.table import benchmark_label, collect, table_markdown
+from tooluse_agents.eval.table import benchmark_label, collect, table_findings, table_markdown
 
 
 def _sweep(root, name, *, model, scenarios=None, categories=None, base, change, paired):
@@ -84,6 +84,62 @@ def test_rows_and_markdown_carry_each_sweeps_own_numbers(tmp_path):
     )
     base_row = "| smollm2-135m-warmstart | curriculum/heldout (2) | template=native | 50.0 | 45.0, 55.0 | 10.0 |  |  |"
     assert base_row in text
+
+
+def _row(model, benchmark, role, score, ci=None, diff=0.0):
+    paired = {"tasks": 16, "pairs": 32, "diff": diff, "se": 0.05, "ci95": ci} if role == "change" else None
+    return {
+        "model": model,
+        "benchmark": benchmark,
+        "configuration": "template=context" if paired else "template=native",
+        "role": role,
+        "score": score,
+        "paired": paired,
+    }
+
+
+def test_findings_say_what_the_rows_say_and_name_the_cpu():
+    """The prose under `make run`'s table is generated: an interval that excludes 0 is not said to reach it."""
+    reach = {
+        "rows": [
+            _row("shipped", "bfcl", "base", 0.0),
+            _row("shipped", "bfcl", "change", 0.0, [0.0, 0.0]),
+            _row("warm", "bfcl", "base", 0.31),
+            _row("warm", "bfcl", "change", 0.25, [-0.188, 0.0], -0.0625),
+            _row("warm", "curriculum", "base", 0.57),
+            _row("warm", "curriculum", "change", 0.4, [-0.367, 0.0], -0.167),
+        ],
+        "machine": {"cpu_model": "AMD EPYC 7B13"},
+    }
+    text = table_findings(reach)
+    assert "shipped scores 0 in every row." in text
+    assert "warm: -6.2 points with template=context on bfcl, -16.7 points with template=context on curriculum" in text
+    assert "(the same sign on every slice)" in text and "Every paired 95% interval includes 0" in text
+    assert "Recorded on AMD EPYC 7B13." in text and "on a different CPU, rows can differ" in text
+    apart = dict(reach, machine={"cpu_model": "Intel Xeon Platinum 8480+"})
+    apart["rows"] = [*reach["rows"][:3], _row("warm", "bfcl", "change", 0.06, [-0.4, -0.1], -0.25), *reach["rows"][4:]]
+    text = table_findings(apart)
+    assert "Every paired 95% interval includes 0" not in text and "reach 0" not in text
+    assert "1 of 2 paired 95% intervals include 0; the others: warm template=context on bfcl." in text
+    assert "Recorded on Intel Xeon Platinum 8480+." in text
+    signs = dict(
+        reach, rows=[*reach["rows"][:3], _row("warm", "bfcl", "change", 0.5, [0.1, 0.3], 0.19), *reach["rows"][4:]]
+    )
+    assert "(the same sign on every slice)" not in table_findings(signs)
+
+
+def test_the_table_records_the_cpu_it_was_gathered_on(tmp_path):
+    _sweep(
+        tmp_path,
+        "a/bfcl",
+        model="m",
+        categories=["simple_python"],
+        base=(0.5, {"0": 0.5, "1": 0.5}, 0.0),
+        change=(0.5, {"0": 0.5, "1": 0.5}, 0.0),
+        paired={"tasks": 2, "pairs": 4, "diff": 0.0, "se": 0.0, "ci95": [0.0, 0.0]},
+    )
+    data = collect(tmp_path)
+    assert isinstance(data["machine"]["cpu_model"], str) and data["machine"]["cpu_count"]
 
 
 def test_the_command_writes_results_and_refuses_a_folder_without_sweeps(tmp_path, capsys):

@@ -244,6 +244,20 @@ def test_export_writes_one_bfcl_root_per_seed(tmp_path):
     assert manifest["exported"] == 6 and manifest["skipped_scenario"] == 1
 
 
+def test_export_says_why_it_chose_its_target(tmp_path, capsys):
+    """An oracle run filed under Qwen/Qwen3-8B says why: the name picks BFCL's decoder, not who played."""
+    run = oracle_run(tmp_path / "run")
+    export = export_bfcl(run, tmp_path / "bfcl")
+    reason = export.target_reason
+    assert "Qwen/Qwen3-8B's (QwenHandler: prompting decoder) reads Python call lists in text" in reason
+    assert "tool_format=python" in reason and "(oracle played them)" in reason
+    assert "not the model that played the episodes" in reason
+    assert json.loads((tmp_path / "bfcl" / "export.json").read_text())["target_reason"] == reason
+    assert f"why Qwen/Qwen3-8B: {reason}" in export.report()
+    assert main(["export", "--format", "bfcl", str(run), str(tmp_path / "again")]) == 0
+    assert "why Qwen/Qwen3-8B: BFCL decodes a result file" in capsys.readouterr().out
+
+
 def test_export_refuses_what_bfcl_cannot_score(tmp_path):
     with pytest.raises(ExportError, match="no such run folder"):
         export_bfcl(tmp_path / "missing", tmp_path / "out")

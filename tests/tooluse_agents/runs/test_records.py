@@ -146,3 +146,40 @@ def test_the_trainer_writes_only_complete_metrics_records(tmp_path):
     files.metrics(full)
     (back,), _ = read_metrics(tmp_path / "metrics.jsonl")
     assert back == full
+
+
+def _step(files: RunFiles, step: int, *, evaluate: bool = False) -> None:
+    """What one training step appends: its rollouts, maybe an evaluation, then its metrics line."""
+    files.episode({"task_id": f"t{step}", "train": {"step": step}})
+    if evaluate:
+        files.eval_episode({"task_id": f"h{step}", "eval_step": step})
+        files.eval({"step": step, "eval/heldout_reward": 0.5})
+    files.metrics(MetricsRecord(step=step, values={k: 0.0 for k in METRIC_KEYS if k != "step"}))
+
+
+def test_a_resume_cuts_every_run_file_back_to_what_its_checkpoint_covers(tmp_path):
+    """A kill after step 3's lines reached the files and before step 3's checkpoint: none of them stays."""
+    files = RunFiles(tmp_path)
+    files.eval({"step": 0, "eval/heldout_reward": 0.0})  # the evaluation before the first step
+    for step in (1, 2):
+        _step(files, step, evaluate=step == 2)
+    covered = {p.name: p.read_bytes() for p in files.appended}
+    sizes = files.sizes()
+    files.eval({"step": 2, "eval/heldout_reward": 0.6})  # a last evaluation after step 2's checkpoint: not covered
+    _step(files, 3, evaluate=True)
+    with (tmp_path / "episodes.jsonl").open("a") as f:
+        f.write('{"task_id": "t4", "train": {"st')  # torn by the kill
+    files.close()
+    files.rewind(sizes, 2)
+    assert {p.name: p.read_bytes() for p in files.appended} == covered
+    steps = [r.step for r in read_metrics(tmp_path / "metrics.jsonl")[0]]
+    assert steps == [1, 2]  # step 3's line is gone: the resumed run writes it once
+
+    # a checkpoint that recorded no sizes (an older run): lines of later steps are dropped
+    _step(files, 3)
+    files.rewind(None, 2)
+    assert [r.step for r in read_metrics(tmp_path / "metrics.jsonl")[0]] == [1, 2]
+    # no checkpoint at all: the run starts over, so nothing written before counts (not even step 0's evaluation)
+    files.rewind(None, None)
+    assert all(p.read_bytes() == b"" for p in files.appended if p.exists())
+    assert RunFiles(tmp_path, write=False).sizes() == {}

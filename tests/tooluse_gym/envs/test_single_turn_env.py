@@ -178,6 +178,39 @@ def test_rollout_loop_plays_it_with_the_oracle():
     assert all(e.record.reward == 1.0 for e in episodes)
 
 
+def oracle_rewards(category: str, **knobs) -> dict[str, float]:
+    """The oracle agent (`tooluse eval run --agent oracle`'s) on every entry of `category`: reward per entry."""
+    env = gym.make(SINGLE_TURN_ID, category=category, **knobs)
+    jobs = [RolloutJob(t, seed=0) for t in task_ids(env)]
+    episodes = run_rollouts(
+        lambda: gym.make(SINGLE_TURN_ID, category=category, **knobs),
+        OracleAgent(),
+        jobs,
+        sampling=SamplingConfig(temperature=0.0),
+        num_envs=8,
+    )
+    return {e.record.task_id: e.record.reward for e in episodes}
+
+
+@pytest.mark.parametrize("category", ["simple_java", "simple_javascript"])
+def test_the_oracle_reaches_every_satisfiable_java_and_javascript_entry(category):
+    """Java and JavaScript call text is read by BFCL's tree-sitter parsers, which undo no escape: a value
+    holding both quote characters (simple_javascript_5's ``applyMiddleware('myMiddleWare')`` inside
+    double-quoted items) is written as its source, not as an escaped literal."""
+    rewards = oracle_rewards(category)
+    failed = sorted(t for t, r in rewards.items() if r != 1.0)
+    assert failed == sorted(t for t in UNSATISFIABLE if t in rewards)
+    assert rewards["simple_javascript_5" if category == "simple_javascript" else "simple_java_0"] == 1.0
+
+
+@pytest.mark.parametrize("knobs", [{}, {"tool_format": "json"}])
+def test_the_oracle_reaches_every_satisfiable_single_turn_entry(knobs):
+    """Every entry BFCL's own data can satisfy scores 1 with the reference agent; only `UNSATISFIABLE` fails."""
+    rewards = oracle_rewards("single_turn", **knobs)
+    assert len(rewards) == 3641
+    assert sorted(t for t, r in rewards.items() if r != 1.0) == sorted(UNSATISFIABLE)
+
+
 def test_render_ansi():
     env = gym.make(SINGLE_TURN_ID, category="simple_python", render_mode="ansi")
     env.reset(options={"task_id": "simple_python_0"})

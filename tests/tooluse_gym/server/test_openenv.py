@@ -374,3 +374,14 @@ def test_the_command_serves_on_loopback():
     finally:
         process.terminate()
         process.wait(30)
+
+
+def test_the_docs_client_example_runs_as_written(server, capsys):
+    """docs/integrations/openenv.md's client block is self-contained: it plays an episode against a live server."""
+    page = (ROOT / "docs" / "integrations" / "openenv.md").read_text(encoding="utf-8")
+    start = page.index("```python\nfrom tooluse_gym.server.client import ToolUseEnvClient")
+    block = page[start + len("```python\n") : page.index("```", start + 10)]
+    assert "http://127.0.0.1:8000" in block
+    exec(compile(block.replace("http://127.0.0.1:8000", server.url), "openenv.md", "exec"), {})  # our own docs
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-1].split()[0] in ("0.0", "1.0") and len(printed) == 2

@@ -55,3 +55,34 @@ def test_evaluations_at_points_of_training_time(tiny_model, tmp_path):
     rare.train()
     assert [e["step"] for e in _read(tmp_path / "rare" / "eval.jsonl")] == [0, 3]
     assert [EVAL_KEY in m for m in _read(tmp_path / "rare" / "metrics.jsonl")] == [False, False, True]
+
+
+def test_a_run_killed_before_its_first_checkpoint_starts_over_without_duplicate_lines(tiny_model, tmp_path):
+    """The first step's lines (and the evaluation before it) reached the files, its checkpoint did not: the
+    resumed run starts over and the files read as one uninterrupted run."""
+    import shutil
+
+    run = tmp_path / "run"
+    tiny_trainer(tiny_model, run, "max_steps=1").train()
+    straight = {name: _read(run / name) for name in ("metrics.jsonl", "eval.jsonl")}
+    shutil.rmtree(run / "checkpoints")  # the kill landed before the checkpoint was published
+    resumed = tiny_trainer(tiny_model, run, "max_steps=1")
+    assert resumed.step == 0
+    resumed.train()
+    assert [m["step"] for m in _read(run / "metrics.jsonl")] == [m["step"] for m in straight["metrics.jsonl"]] == [1]
+    assert [e["step"] for e in _read(run / "eval.jsonl")] == [e["step"] for e in straight["eval.jsonl"]] == [0, 1]
+    assert {e["train"]["step"] for e in _read(run / "episodes.jsonl")} == {1}
+
+
+def test_a_resume_drops_lines_written_after_its_checkpoint(tiny_model, tmp_path):
+    """Step 2's lines reached the files, its checkpoint did not (save_every=2 is past the run's end): one line each."""
+    run = tmp_path / "run"
+    tiny_trainer(tiny_model, run, "max_steps=2", "save_every=1").train()
+    import shutil
+
+    shutil.rmtree(run / "checkpoints" / "step_000002")
+    resumed = tiny_trainer(tiny_model, run, "max_steps=2", "save_every=1")
+    assert resumed.step == 1
+    resumed.train()
+    assert [m["step"] for m in _read(run / "metrics.jsonl")] == [1, 2]
+    assert [e["step"] for e in _read(run / "eval.jsonl")] == [0, 2]
