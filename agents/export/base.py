@@ -1,7 +1,8 @@
 """What every BFCL export format shares: the registered targets, the export's record, step payloads.
 
-A format (`tooluse_agents.export.multi_turn`, `tooluse_agents.export.single_turn`) is an `ExportFormat`:
-which episodes it writes, the target and warnings for them, one project root's files, and the self-check.
+A format (`tooluse_agents.export.multi_turn`, `tooluse_agents.export.single_turn`,
+`tooluse_agents.export.memory`) is an `ExportFormat`: which episodes it writes, the target and warnings
+for them, one project root's files, and the self-check.
 The one pipeline (`tooluse_agents.export.pipeline.export_bfcl`) does the rest for every format. Formats
 import this module, never each other.
 """

@@ -1,10 +1,11 @@
 """The one BFCL export pipeline: a run's episodes as BFCL result files, scored by BFCL's own `bfcl evaluate`.
 
 `export_bfcl(run, out)` reads ``RUN/episodes.jsonl``, picks the format of the run's env family
-(`tooluse_agents.export.multi_turn`, `tooluse_agents.export.single_turn`; their docstrings give each
-layout and why each registered model name), writes one BFCL project root per seed (BFCL scores one line
-per task id, so two seeds cannot share a file), decodes every written step again (the self-check) and
-writes ``OUT/export.json``: what was written, the self-check and the `bfcl evaluate` commands.
+(`tooluse_agents.export.multi_turn`, `tooluse_agents.export.single_turn`, `tooluse_agents.export.memory`;
+their docstrings give each layout and why each registered model name), writes one BFCL project root per
+seed (BFCL scores one line per task id, so two seeds cannot share a file), decodes every written step
+again (the self-check) and writes ``OUT/export.json``: what was written, the self-check and the
+`bfcl evaluate` commands.
 """
 
 from __future__ import annotations
