@@ -1,7 +1,8 @@
 """What every BFCL export format shares: the registered targets, the export's record, step payloads.
 
-A format (`tooluse_agents.export.multi_turn`, `tooluse_agents.export.single_turn`) is an `ExportFormat`:
-which episodes it writes, the target and warnings for them, one project root's files, and the self-check.
+A format (`tooluse_agents.export.multi_turn`, `tooluse_agents.export.single_turn`,
+`tooluse_agents.export.memory`) is an `ExportFormat`: which episodes it writes, the target and warnings
+for them, one project root's files, and the self-check.
 The one pipeline (`tooluse_agents.export.pipeline.export_bfcl`) does the rest for every format. Formats
 import this module, never each other.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -18,6 +19,7 @@ from typing import Any, Protocol
 from tooluse_agents.export.evaluator import install_command
 from tooluse_agents.export.folders import ExportError
 from tooluse_agents.runs.records import EpisodeRecord, StepEntry
+from tooluse_gym.decoding import bfcl as bfcl_decoding
 from tooluse_gym.decoding.lenient import parse_call_string
 from tooluse_gym.decoding.text import visible_response
 
@@ -31,6 +33,19 @@ Payload = str | list[dict[str, str]]
 """One step as a result file holds it: text, or ``[{name: arguments_json}]``."""
 
 _SHOWN_MISMATCHES = 10
+
+
+def bfcl_folder(category: str) -> str:
+    """BFCL's folder for a test category's result and score files (bfcl_eval's ``get_directory_structure_by_category``).
+
+    ``memory_kv`` -> ``agentic/memory/kv``; ``multi_turn_base`` -> ``multi_turn``; ``live_simple`` -> ``live``;
+    any other single-turn category -> ``non_live``.
+    """
+    if category.startswith("memory_"):
+        return f"agentic/memory/{category.removeprefix('memory_').removesuffix('_prereq')}"
+    if category.startswith("multi_turn_"):
+        return "multi_turn"
+    return "live" if category.startswith("live_") else "non_live"
 
 
 @dataclass(frozen=True)
@@ -150,8 +165,12 @@ class BfclCommand:
         return f"{assignments} {shlex.join(self.argv())}"
 
     def score_folder(self) -> Path:
-        """Where `bfcl evaluate` writes the score files (``BFCL_v4_<category>_score.json``)."""
+        """Where `bfcl evaluate` writes the multi-turn score files (``BFCL_v4_<category>_score.json``)."""
         return self.root / "score" / self.target.directory / "multi_turn"
+
+    def score_file(self, category: str) -> Path:
+        """The score file `bfcl evaluate` writes for one of BFCL's test categories."""
+        return self.root / "score" / self.target.directory / bfcl_folder(category) / f"BFCL_v4_{category}_score.json"
 
 
 @dataclass(frozen=True)
@@ -243,7 +262,7 @@ class BfclExport:
         lines += [
             "score them with BFCL's own evaluator, one BFCL_PROJECT_ROOT per seed:",
             *(f"  {c.shell()}" for c in self.commands),
-            f"scores: {self.out}/seed_*/score/{self.target.directory}/*/BFCL_v4_*_score.json",
+            f"scores: {self.out}/seed_*/score/{self.target.directory}/**/BFCL_v4_*_score.json",
         ]
         return "\n".join(lines)
 
@@ -344,3 +363,57 @@ def encoding_of(records: Sequence[EpisodeRecord]) -> str:
     if encoding not in ("python", "json"):
         raise ExportError(f"unknown tool_format {encoding!r} in the episodes' protocol")
     return encoding
+
+
+# --- the self-check: a written step decoded again --------------------------------------------
+
+
+def decode_payload(payload: Payload, encoding: str) -> tuple[str, ...]:
+    """The call strings the target handler's ``decode_execute`` makes of a written step (none: dropped).
+
+    Uses the eval-free copies in `tooluse_gym.decoding.bfcl`, never bfcl_eval's own.
+    """
+    try:
+        if encoding == "fc":
+            return tuple(bfcl_decoding.decode_function_calls(payload))
+        if not isinstance(payload, str):
+            return ()
+        decode = bfcl_decoding.decode_python if encoding == "python" else bfcl_decoding.decode_tool_call_tags
+        return tuple(decode(payload))
+    except (ValueError, RecursionError):  # DecodeError: BFCL's decoder raises, the step is dropped
+        return ()
+
+
+def _executed(call: Mapping[str, Any], encoding: str) -> str:
+    """A call the env executed: BFCL's own call string under the bfcl decoder, else written as the target's is."""
+    if isinstance(call.get("source"), str):
+        return str(call["source"])
+    parts = [repr(v) for v in call.get("positional") or ()]
+    parts += [f"{k}={v!r}" for k, v in dict(call.get("arguments") or {}).items()]
+    return f"{call.get('name')}({(', ' if encoding == 'python' else ',').join(parts)})"
+
+
+def step_mismatch(record: EpisodeRecord, turn: int, position: int, encoding: str) -> StepMismatch | None:
+    """The mismatch of one written step, or None when it decodes to exactly the calls the env executed.
+
+    Under the bfcl decoder the env executed BFCL's own call strings (``source``); a lenient run's
+    calls (those without an ``error``: the others did not run) are written from their literal
+    arguments, as the target's decoder writes plain ones.
+    """
+    step = record.turns[turn].steps[position]
+    decoded = decode_payload(step_payload(step, encoding), encoding)
+    executed = tuple(_executed(c, encoding) for c in step.calls if not c.get("error"))
+    return None if executed == decoded else StepMismatch(record.task_id, record.seed, turn, position, executed, decoded)
+
+
+def check_steps(records: Iterable[EpisodeRecord], encoding: str) -> tuple[int, list[StepMismatch]]:
+    """The self-check of turn-by-turn episodes: steps checked, and each written step that decodes otherwise."""
+    steps = [
+        (r, t, s)
+        for r in records
+        if not failed_inference(r)
+        for t, turn in enumerate(r.turns)
+        for s in range(len(turn.steps))
+    ]
+    mismatches = [step_mismatch(r, t, s, encoding) for r, t, s in steps]
+    return len(steps), [m for m in mismatches if m is not None]

@@ -50,24 +50,25 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from tooluse_agents.export.base import (
     TARGETS,
     Payload,
     StepMismatch,
     Target,
+    check_steps,
+    decode_payload,
     encoding_of,
     failed_inference,
     failed_inference_text,
+    step_mismatch,
     step_payload,
 )
 from tooluse_agents.export.folders import ExportError
 from tooluse_agents.runs.records import EpisodeRecord
 from tooluse_gym.checking.multi_turn import FORCE_TERMINATED
-from tooluse_gym.decoding import bfcl as bfcl_decoding
 from tooluse_gym.envs import SCENARIO_ID
 from tooluse_gym.protocol import MAX_STEPS_PER_TURN
 from tooluse_gym.tasks import bfcl
@@ -94,56 +95,6 @@ def is_bfcl_episode(record: EpisodeRecord) -> bool:
 
 
 # --- self-check ----------------------------------------------------------------------------
-
-
-def decode_payload(payload: Payload, encoding: str) -> tuple[str, ...]:
-    """The call strings the target handler's ``decode_execute`` makes of a written step (none: dropped).
-
-    Uses the eval-free copies in `tooluse_gym.decoding.bfcl`, never bfcl_eval's own.
-    """
-    try:
-        if encoding == "fc":
-            return tuple(bfcl_decoding.decode_function_calls(payload))
-        if not isinstance(payload, str):
-            return ()
-        decode = bfcl_decoding.decode_python if encoding == "python" else bfcl_decoding.decode_tool_call_tags
-        return tuple(decode(payload))
-    except (ValueError, RecursionError):  # DecodeError: BFCL's decoder raises, the step is dropped
-        return ()
-
-
-def _executed(call: Mapping[str, Any], encoding: str) -> str:
-    """A call the env executed: BFCL's own call string under the bfcl decoder, else written as the target's is."""
-    if isinstance(call.get("source"), str):
-        return str(call["source"])
-    parts = [repr(v) for v in call.get("positional") or ()]
-    parts += [f"{k}={v!r}" for k, v in dict(call.get("arguments") or {}).items()]
-    return f"{call.get('name')}({(', ' if encoding == 'python' else ',').join(parts)})"
-
-
-def step_mismatch(record: EpisodeRecord, turn: int, position: int, encoding: str) -> StepMismatch | None:
-    """The mismatch of one written step, or None when it decodes to exactly the calls the env executed.
-
-    Under the bfcl decoder the env executed BFCL's own call strings (``source``); a lenient run's
-    calls (those without an ``error``: the others did not run) are written from their literal
-    arguments, as the target's decoder writes plain ones.
-    """
-    step = record.turns[turn].steps[position]
-    decoded = decode_payload(step_payload(step, encoding), encoding)
-    executed = tuple(_executed(c, encoding) for c in step.calls if not c.get("error"))
-    return None if executed == decoded else StepMismatch(record.task_id, record.seed, turn, position, executed, decoded)
-
-
-def _self_check(records: Iterable[EpisodeRecord], encoding: str) -> tuple[int, list[StepMismatch]]:
-    steps = [
-        (r, t, s)
-        for r in records
-        if not failed_inference(r)
-        for t, turn in enumerate(r.turns)
-        for s in range(len(turn.steps))
-    ]
-    mismatches = [step_mismatch(r, t, s, encoding) for r, t, s in steps]
-    return len(steps), [m for m in mismatches if m is not None]
 
 
 # --- checks on the run -------------------------------------------------------------------
@@ -241,7 +192,7 @@ class _MultiTurn:
         return _write_root(root, target, records)
 
     def self_check(self, records: Sequence[EpisodeRecord], encoding: str) -> tuple[int, list[StepMismatch]]:
-        return _self_check(records, encoding)
+        return check_steps(records, encoding)
 
 
 FORMAT = _MultiTurn()

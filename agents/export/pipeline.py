@@ -1,11 +1,12 @@
 """The one BFCL export pipeline: a run's episodes as BFCL result files, scored by BFCL's own `bfcl evaluate`.
 
 `export_bfcl(run, out)` reads ``RUN/episodes.jsonl``, picks the format of the run's env family
-(`tooluse_agents.export.multi_turn`, `tooluse_agents.export.single_turn`; their docstrings give each
-layout and why each registered model name), writes one BFCL project root per seed (BFCL scores one line
-per task id, so two seeds cannot share a file), decodes every written step again (the self-check) and
-writes ``OUT/export.json``: what was written, why under that registered name (BFCL picks its decoder by
-the name, so the name follows the steps' encoding, not the model that played), the self-check and the
+(`tooluse_agents.export.multi_turn`, `tooluse_agents.export.single_turn`, `tooluse_agents.export.memory`;
+their docstrings give each layout and why each registered model name), writes one BFCL project root per
+seed (BFCL scores one line per task id, so two seeds cannot share a file), decodes every written step
+again (the self-check) and writes ``OUT/export.json``: what was written, why under that registered name
+(BFCL picks its decoder by the name, so the name follows the steps' encoding, not the model that played),
+the self-check and the
 `bfcl evaluate` commands.
 """
 
@@ -16,13 +17,13 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from tooluse_agents.export import multi_turn, single_turn
+from tooluse_agents.export import memory, multi_turn, single_turn
 from tooluse_agents.export.base import BfclCommand, BfclExport, ExportFormat, failed_inference, target_reason
 from tooluse_agents.export.evaluator import evaluator_program, missing_evaluator_packages
 from tooluse_agents.export.folders import ExportError, prepare_out, read_run, run_setting
 from tooluse_agents.runs.records import EpisodeRecord
 
-FORMATS: tuple[ExportFormat, ...] = (multi_turn.FORMAT, single_turn.FORMAT)
+FORMATS: tuple[ExportFormat, ...] = (multi_turn.FORMAT, single_turn.FORMAT, memory.FORMAT)
 """The env families a run can be exported from, asked in this order."""
 
 

@@ -31,6 +31,7 @@ from gymnasium import spaces
 from tooluse_gym.checking.agentic import AgenticVerdict, agentic_check, strict_check
 from tooluse_gym.decoding.dispatch import decoder_for
 from tooluse_gym.decoding.limits import MAX_MESSAGE_CHARS
+from tooluse_gym.decoding.text import visible_response
 from tooluse_gym.envs.base import TaskEnv
 from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.envs.tool_env import assistant_message
@@ -185,7 +186,9 @@ class MemoryEnv(TaskEnv):
                 {"turn": self.turn, "session": segment.entry_id, "forced": forced, "memory": self._memory}
             )
             return
-        verdict: AgenticVerdict = self._check(last_text, segment.question.answers)
+        # BFCL's handlers keep a reasoning model's reply after its last </think>: the answer is judged on that
+        answer = visible_response(last_text) if last_text is not None else None
+        verdict: AgenticVerdict = self._check(answer, segment.question.answers)
         entry = {"task_id": segment.question.task_id, **verdict.to_dict()}
         self.questions.append(entry)
         self.verdicts.append({"turn": self.turn, "question": segment.question.task_id, **verdict.to_dict()})

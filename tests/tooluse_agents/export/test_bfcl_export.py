@@ -369,7 +369,7 @@ def run_bfcl(commands, evaluate):
     scores = {}
     for command in commands:
         for category in command.categories:
-            path = command.score_folder() / f"BFCL_v4_{category}_score.json"
+            path = command.score_file(category)
             header, *failed = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
             failed_ids = {f["id"]: f["error"]["error_type"] for f in failed}
             scores[(command.target.model, category.removeprefix("multi_turn_"))] = (header, failed_ids)

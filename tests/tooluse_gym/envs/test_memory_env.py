@@ -227,3 +227,10 @@ def test_task_counts_follow_bfcls_data():
     assert len(load_memory_tasks(["memory_kv"], "scenario")) == 5
     questions = [q for t in load_memory_tasks(["memory_kv", "memory_rec_sum"], "scenario") for q in t.questions]
     assert len(questions) == 310 and len({q.task_id for q in questions}) == 310
+
+
+def test_the_answer_is_judged_after_the_reasoning_as_bfcl_does():
+    env = gym.make("ToolUse-Memory-v0", category="memory_kv", episode="question", snapshot="empty")
+    for reply, expected in (("<think>It is Michael.</think>I do not know.", 0.0), ("<think>hm</think>Michael", 1.0)):
+        env.reset(options={"task_id": "memory_kv_0-customer-0"})
+        assert env.step(reply)[1] == expected
