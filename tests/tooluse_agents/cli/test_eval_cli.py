@@ -545,3 +545,13 @@ def test_a_run_folder_in_use_refuses_a_second_run_and_results_count_each_task_an
     with pytest.warns(UserWarning, match="left out 2 repeated episodes"):
         assert run(*argv) == 0
     assert json.loads((out / "results.json").read_text())["summary"]["episodes"] == 2
+
+
+def test_a_config_file_that_is_not_yaml_is_refused_in_one_line_with_its_line_and_column(tmp_path, capsys):
+    """Issue 60: malformed YAML in --config gave a 57-line traceback."""
+    config = tmp_path / "eval.yaml"
+    config.write_text("agent: oracle\nseeds: [0, 1\nlimit: 1\n")
+    assert run("run", "--config", str(config), "--out", str(tmp_path / "out")) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "out").exists()
+    assert err.startswith(f"tooluse eval: error: {config}:3:6: ") and "not valid YAML" in err
