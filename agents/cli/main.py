@@ -83,7 +83,6 @@ def one_line_warnings(prog: str) -> Iterator[None]:
     warnings show is still the filters' business, and a line already shown is not repeated; the previous
     display is restored on exit.
     """
-
     shown: set[str] = set()
 
     def show(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
