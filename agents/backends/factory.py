@@ -83,6 +83,10 @@ def make_agent(spec: BackendSpec, *, model: Any = None, tokenizer: Any = None, p
 
         return OracleAgent()
     assert spec.model is not None  # BackendSpec requires a model for every other backend
+    if spec.backend in ("hf", "vllm") and model is None:
+        from tooluse_agents.models.resolve import check_model
+
+        check_model(spec.model)  # a mistyped name fails here, offline, before torch or vLLM is imported
     local = {"model": spec.model, **({"dtype": spec.dtype} if spec.dtype is not None else {})}
     if spec.backend == "hf":
         from tooluse_agents.backends.hf import HFAgent, HFAgentConfig

@@ -270,9 +270,13 @@ def main(argv: list[str] | None = None) -> int:
     if given.get("tool_call_parser") == "none":
         given["tool_call_parser"] = None
     config = load(ServeConfig, given={**given, "extra": extra})
-    from tooluse_agents.models.resolve import resolve_model
+    from tooluse_agents.models.resolve import UnknownModel, resolve_model
 
-    path = resolve_model(args.model)
+    try:
+        path = resolve_model(args.model)
+    except UnknownModel as e:
+        print(f"tooluse serve: error: {e}", file=sys.stderr)
+        return 2
     machine = Machine.probe(None if args.device == "auto" else args.device)
     command = server_command(config, path, machine, context_len=model_context(path))
     if args.dry_run:

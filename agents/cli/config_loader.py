@@ -12,6 +12,7 @@ Later sources win: the dataclass defaults, then the file, then the flags given, 
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -20,7 +21,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-__all__ = ["apply_overrides", "dump", "from_dict", "load", "plain"]
+__all__ = ["apply_overrides", "dump", "from_dict", "load", "plain", "read_yaml"]
 
 T = TypeVar("T")
 
@@ -33,7 +34,7 @@ def load(
     given: Mapping[str, Any] | None = None,
 ) -> T:
     """`cls` from the YAML file at `path` (if any), the `given` values (a command's flags, nested) and `overrides`."""
-    data: Any = yaml.safe_load(Path(path).read_text(encoding="utf-8")) if path is not None else {}
+    data: Any = read_yaml(path) if path is not None else {}
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
@@ -41,6 +42,20 @@ def load(
     merged = _merge(dict(data), given or {})
     built = from_dict(cls, apply_overrides(merged, overrides))
     return typing.cast(T, built)
+
+
+def read_yaml(path: str | Path) -> Any:
+    """A YAML file's data; a file that is not YAML is a `ValueError` of one line, ``FILE:LINE:COLUMN: problem``."""
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        problem = " ".join(str(e.problem or e.context or "cannot be read").split())
+        raise ValueError(f"{where}: {problem} (the file is not valid YAML)") from None
+    except yaml.YAMLError as e:
+        raise ValueError(f"{path}: not valid YAML ({' '.join(str(e).split())})") from None
 
 
 def dump(config: Any) -> str:
@@ -84,17 +99,17 @@ def from_dict(cls: type, data: Mapping[str, Any] | None, key: str = "") -> Any:
     ]
     if missing:
         raise ValueError(f"{_dotted(key, missing[0])}: required ({_where(key, cls)}has no default for it)")
-    built = _built(key, lambda: cls(**values))
+    built = _built(key, lambda: cls(**values), cls)
     if not changes:
         return built
     changed = {k: _changed(getattr(built, k), v, _dotted(key, k)) for k, v in changes.items()}
-    return _built(key, lambda: dataclasses.replace(built, **changed))
+    return _built(key, lambda: dataclasses.replace(built, **changed), cls)
 
 
 def _changed(default: Any, data: Mapping[str, Any], key: str) -> Any:
     """A field's value (e.g. `TRAIN_PROTOCOL`) with the values `data` gives; unknown keys are an error."""
     values = _values(type(default), data, key)
-    return _built(key, lambda: dataclasses.replace(default, **values))
+    return _built(key, lambda: dataclasses.replace(default, **values), type(default))
 
 
 def _values(cls: type, data: Mapping[str, Any], key: str) -> dict[str, Any]:
@@ -107,14 +122,22 @@ def _values(cls: type, data: Mapping[str, Any], key: str) -> dict[str, Any]:
     return {k: _convert(hints[k], v, _dotted(key, k)) for k, v in data.items()}
 
 
-def _built(key: str, build: Callable[[], Any]) -> Any:
-    """`build()`, its `ValueError` prefixed with the section's key (a section's own checks name only the field)."""
+def _built(key: str, build: Callable[[], Any], cls: type) -> Any:
+    """`build()`, its `ValueError` prefixed with the section's key (a section's own checks name only the field).
+
+    A message that starts with one of `cls`' fields gets the dotted key (``lr must be > 0`` in
+    ``update`` reads ``update.lr must be > 0``); any other gets the section's (``grpo: ...``).
+    """
     try:
         return build()
     except ValueError as e:
-        if not key or str(e).startswith((f"{key}.", f"{key}:", f"{key}[")):
+        text = str(e)
+        if not key or text.startswith((f"{key}.", f"{key}:", f"{key}[")):
             raise
-        raise ValueError(f"{key}: {e}") from e
+        first = re.match(r"[A-Za-z_]\w*(?=[ :\[])", text)
+        if first and first.group() in {f.name for f in dataclasses.fields(cls)}:
+            raise ValueError(f"{key}.{text}") from e
+        raise ValueError(f"{key}: {text}") from e
 
 
 def _dotted(key: str, name: Any) -> str:

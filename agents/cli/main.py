@@ -17,9 +17,11 @@ The old script names (``tooluse-eval``, ``tooluse-train``, ``tooluse-serve``, ``
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import entry_points
 
 GROUP = "tooluse.commands"
@@ -68,7 +70,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tooluse: unknown command {name!r}; commands: {', '.join(found)}", file=sys.stderr)
         return 2
     run, _ = load(found[name])
-    return int(run(rest) or 0)
+    with one_line_warnings(f"tooluse {name}"):
+        return int(run(rest) or 0)
+
+
+@contextlib.contextmanager
+def one_line_warnings(prog: str) -> Iterator[None]:
+    """Show each warning as one line on stderr, ``PROG: warning: MESSAGE``, not Python's ``file:line: Category``.
+
+    A `UserWarning` is the project telling the user something (a likely mistyped system prompt, a
+    torn line skipped); other categories keep their name (``PROG: DeprecationWarning: ...``). Which
+    warnings show is still the filters' business, and a line already shown is not repeated; the previous
+    display is restored on exit.
+    """
+    shown: set[str] = set()
+
+    def show(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+        kind = "warning" if category is UserWarning else category.__name__
+        text = f"{prog}: {kind}: {message}"
+        if text not in shown:  # a config built and resolved several times says each thing once
+            shown.add(text)
+            print(text, file=sys.stderr)
+
+    saved = warnings.showwarning
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = saved
 
 
 if __name__ == "__main__":

@@ -97,13 +97,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _train(config: Any, *, progress: bool, resume: str) -> int:
+    from tooluse_agents.models.resolve import UnknownModel
     from tooluse_agents.runs.rundir import RunConflict
     from tooluse_agents.train.grpo.checkpoint import latest_step
     from tooluse_agents.train.grpo.trainer import GRPOTrainer
 
     try:
         trainer = GRPOTrainer(config, progress=progress)
-    except RunConflict as e:
+    except (RunConflict, UnknownModel) as e:
         print(f"tooluse train: {e}", file=sys.stderr)
         return 2
     if trainer.resumed_from is not None and trainer.dist.is_main:

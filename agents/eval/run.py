@@ -147,8 +147,7 @@ class EvalConfig:
                 for c in categories:
                     if c != "all":
                         bfcl.normalize_category(c)
-        if not self.seeds:
-            raise ValueError("at least one seed is needed")
+        check_seeds(self.seeds)
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"--limit {self.limit}: tasks per category, >= 1 (leave it out for all)")
         if self.task_ids is not None and not self.task_ids:
@@ -201,6 +200,22 @@ class EvalConfig:
 
 _SHOWN_DISAGREEMENTS = 50
 """Disagreements `compare_runs` lists in its text (its data holds them all)."""
+
+
+def check_seeds(seeds: Sequence[int], flag: str = "--seeds") -> None:
+    """Refuse seeds that are not distinct non-negative integers (Gymnasium's reset needs >= 0; a repeat plays twice).
+
+    Raises:
+        ValueError: One line naming `flag` and the seeds at fault.
+    """
+    if not seeds:
+        raise ValueError(f"{flag}: at least one seed is needed")
+    bad = [s for s in seeds if isinstance(s, bool) or not isinstance(s, int) or s < 0]
+    if bad:
+        raise ValueError(f"{flag} {' '.join(map(str, bad))}: seeds are integers >= 0")
+    repeated = sorted({s for s in seeds if list(seeds).count(s) > 1})
+    if repeated:
+        raise ValueError(f"{flag} {' '.join(map(str, seeds))}: seed {repeated[0]} is given twice; give each seed once")
 
 
 def _resumable(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -293,8 +308,12 @@ def run_eval(
 
     Everything is checked before anything is written into `out` (the task ids, the knobs, the
     folder's stored configuration and episodes, the agent built): a refused run leaves the folder
-    as it was, so the corrected command is not refused for the attempt. A resumed run says on
-    stderr how many episodes it skips as already done.
+    as it was, so the corrected command is not refused for the attempt (a folder this call created is
+    removed again when the run fails before its first episode). While it plays, the run holds the
+    folder's lock (`RunDir.lock`): a second process starting a run into `out` is refused. A resumed
+    run says on stderr how many episodes it skips as already done; the results count each (task,
+    seed) once, the first episode of it the file holds. Categories of several envs (`env_groups`)
+    are played one env after another into the same folder.
     """
     out = Path(out)
     if config.task_ids:
@@ -319,8 +338,47 @@ def run_eval(
         envs.append((make_env, ids))
     card = next(iter(cards.values()))
     run = RunDir(out, "run.json", read=_resumable, hint="use another --out, or --force to start over")
+    created = not out.exists()
+    try:
+        with run.lock():  # a second process starting a run into `out` is refused here
+            schedule = _start_and_play(config, out, run, cards, task_ids, envs, agent, force, progress)
+    except BaseException:
+        if created and not _played(episodes_path):  # a refused or failed start leaves no folder behind
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    episodes = [e for e in read_episodes(episodes_path, unique=True)[0] if (e.task_id, e.seed) in wanted]
+    summary = summarize(episodes, known_issues_for(MULTI_TURN_ID if MULTI_TURN_ID in cards else config.env_id))
+    agent_info = dict(episodes[0].agent) if episodes else {"name": config.agent}
+    results = {
+        "protocol": card.to_dict(),
+        "fingerprint": card.fingerprint(),
+        **({"protocols": {e: c.to_dict() for e, c in cards.items()}} if len(cards) > 1 else {}),
+        "agent": agent_info,
+        "config": config.to_dict(),
+        "schedule": schedule,
+        "summary": summary,
+    }
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    write_run_report(out, summary, card.to_dict(), agent_info, dataclasses.asdict(config.sampling))
+    return results
+
+
+def _start_and_play(
+    config: EvalConfig,
+    out: Path,
+    run: RunDir,
+    cards: Mapping[str, ProtocolCard],
+    task_ids: Sequence[str],
+    envs: Sequence[tuple[Callable[[], gym.Env], list[str]]],
+    agent: Agent | None,
+    force: bool,
+    progress: bool,
+) -> str | None:
+    """Under the folder's lock: check what `out` holds, build the agent, play what is left; the schedule used."""
+    episodes_path = out / "episodes.jsonl"
+    wanted = {(t, s) for s in config.seeds for t in task_ids}
     resumed = not force and run.check(_resumable(config.to_dict()))
-    existing = read_episodes(episodes_path)[0] if not force and episodes_path.exists() else []
+    existing = read_episodes(episodes_path, unique=True)[0] if not force and episodes_path.exists() else []
     done = [e for e in existing if (e.task_id, e.seed) in wanted]
     for e in done:
         played = cards.get(str(e.protocol.get("env_id")))
@@ -332,8 +390,8 @@ def run_eval(
     if owned:
         agent = make_agent(config, progress)
     try:
-        if force and out.exists():
-            shutil.rmtree(out)
+        if force:
+            run.clear()
         if not resumed:
             run.write(config.to_dict())
         if done:
@@ -353,21 +411,15 @@ def run_eval(
     finally:
         if owned and agent is not None:
             agent.close()
-    episodes = [e for e in read_episodes(episodes_path)[0] if (e.task_id, e.seed) in wanted]
-    summary = summarize(episodes, known_issues_for(MULTI_TURN_ID if MULTI_TURN_ID in cards else config.env_id))
-    agent_info = dict(episodes[0].agent) if episodes else {"name": config.agent}
-    results = {
-        "protocol": card.to_dict(),
-        "fingerprint": card.fingerprint(),
-        **({"protocols": {e: c.to_dict() for e, c in cards.items()}} if len(cards) > 1 else {}),
-        "agent": agent_info,
-        "config": config.to_dict(),
-        "schedule": schedule,
-        "summary": summary,
-    }
-    (out / "results.json").write_text(json.dumps(results, indent=2))
-    write_run_report(out, summary, card.to_dict(), agent_info, dataclasses.asdict(config.sampling))
-    return results
+    return schedule
+
+
+def _played(episodes_path: Path) -> bool:
+    """Whether a run folder's episodes file holds anything (a folder that does is never deleted on failure)."""
+    try:
+        return episodes_path.stat().st_size > 0
+    except OSError:
+        return False
 
 
 def _play(
@@ -444,7 +496,7 @@ def compare_runs(a: Path, b: Path) -> tuple[str, dict[str, Any]]:
         lines += ["!" * 78, "WARNING: the protocol cards differ; these results are NOT comparable:"]
         lines += [f"  {k}: {va!r} (A) vs {vb!r} (B)" for k, (va, vb) in differences.items()]
         lines += ["!" * 78, ""]
-    episodes = [read_episodes(Path(p) / "episodes.jsonl")[0] for p in (a, b)]
+    episodes = [read_episodes(Path(p) / "episodes.jsonl", unique=True)[0] for p in (a, b)]
     registry = known_issues_for(ra["protocol"].get("env_id"))
     if known_issues_for(rb["protocol"].get("env_id")) is None:
         registry = None

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tooluse_agents.eval.run import EvalConfig, make_agent, run_eval
+from tooluse_agents.eval.run import EvalConfig, check_seeds, make_agent, run_eval
 from tooluse_agents.eval.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, paired_difference, seed_spread, spread
 from tooluse_agents.runs.records import read_episodes
 from tooluse_agents.runs.report import sensitivity_figure
@@ -107,7 +107,7 @@ def one_factor_changes(grid: Mapping[str, Sequence[Any]]) -> tuple[dict[str, Any
 
 
 def _rewards(folder: Path) -> dict[tuple[str, int], float]:
-    records, _ = read_episodes(folder / "episodes.jsonl")
+    records, _ = read_episodes(folder / "episodes.jsonl", unique=True)
     return {(r.task_id, r.seed): float(r.reward) for r in records}
 
 
@@ -126,6 +126,7 @@ def run_vary(
     if not changes:
         raise ValueError("--vary needs at least one knob with a second value (the first value of each is the base)")
     change_seeds = tuple(change_seeds or base.seeds)
+    check_seeds(change_seeds, "--change-seeds")
     missing = sorted(set(change_seeds) - set(base.seeds))
     if missing:
         raise ValueError(f"change seeds {missing} are not base seeds: a change is paired with the base by seed")

@@ -31,7 +31,7 @@ def benchmark_label(config: Mapping[str, Any]) -> str:
 
 
 def _tasks(folder: Path) -> int:
-    records, _ = read_episodes(folder / "episodes.jsonl")
+    records, _ = read_episodes(folder / "episodes.jsonl", unique=True)
     return len({r.task_id for r in records})
 
 

@@ -12,12 +12,16 @@
   built once, seeded (always the same weights), for smoke runs and tests: it produces noise,
   not tool calls, and loads in a fraction of a second.
 
-Any other name is returned as is (a local folder or a hub id). Needs torch, transformers, gguf,
-accelerate and (for the warm-start) peft: ``pip install "tooluse-gym[hf]"``.
+Any other name is returned as is when it is an existing path (a model folder) or a hub id whose
+model is in the local Hugging Face cache (``$HF_HUB_CACHE``, ``$HF_HOME/hub`` or
+``~/.cache/huggingface/hub``); anything else is refused with `UnknownModel`, naming close matches,
+before any backend is imported or the Hub is asked (`check_model`). Building the named models needs
+torch, transformers, gguf, accelerate and (for the warm-start) peft: ``pip install "tooluse-gym[hf]"``.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib.util
 import os
@@ -25,7 +29,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from tooluse_gym.errors import DependencyNotInstalled
+from tooluse_gym.errors import DependencyNotInstalled, ToolUseGymError
 
 SMOLLM2 = "smollm2-135m"
 TINY = "tiny-random"
@@ -42,9 +46,66 @@ def models_dir() -> Path:
     return cache / "tooluse-gym" / "models"
 
 
+class UnknownModel(ToolUseGymError, ValueError):
+    """A model name that is no named model, no existing path and no model in the local Hugging Face cache."""
+
+
+def hub_cache_dir() -> Path:
+    """The Hugging Face hub cache, as huggingface_hub finds it: ``$HF_HUB_CACHE``, ``$HF_HOME/hub``, or the default."""
+    for variable in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if os.environ.get(variable):
+            return Path(os.environ[variable]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "huggingface" / "hub"
+
+
+def cached_models() -> list[str]:
+    """The hub ids whose models the local Hugging Face cache holds (a snapshot downloaded), sorted."""
+    root = hub_cache_dir()
+    if not root.is_dir():
+        return []
+    found = (p for p in root.glob("models--*") if (p / "snapshots").is_dir() and any((p / "snapshots").iterdir()))
+    return sorted(p.name.removeprefix("models--").replace("--", "/") for p in found)
+
+
+def is_cached(name: str) -> bool:
+    """Whether the local Hugging Face cache holds a snapshot of the hub id `name` (no network)."""
+    if not name or name.startswith(("/", ".")) or name.count("/") > 1 or "--" in name:
+        return False
+    snapshots = hub_cache_dir() / f"models--{name.replace('/', '--')}" / "snapshots"
+    return snapshots.is_dir() and any(snapshots.iterdir())
+
+
+def check_model(name: str) -> None:
+    """Refuse, offline, a model that is none of: a named model, an existing path, a hub id in the local cache.
+
+    Raises:
+        UnknownModel: One line naming the close matches among the named and the cached models.
+    """
+    if name in MODEL_NAMES or Path(name).expanduser().exists() or is_cached(name):
+        return
+    cached = cached_models()
+    close = difflib.get_close_matches(name, [*MODEL_NAMES, *cached], n=3, cutoff=0.6)
+    if not close:
+        close = difflib.get_close_matches(name.lower(), [*MODEL_NAMES, *(c.lower() for c in cached)], n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+    if not close and "/" in name:
+        hint = f"; download it first (hf download {name}) or give its local folder"
+    raise UnknownModel(
+        f"model {name!r} is not a named model ({', '.join(MODEL_NAMES)}), an existing folder, or a model in the "
+        f"Hugging Face cache ({hub_cache_dir()}){hint}"
+    )
+
+
 def resolve_model(name: str) -> str:
-    """A path or id that transformers and vLLM can load (a named model is built into the cache on first use)."""
+    """A path or id that transformers and vLLM can load (a named model is built into the cache on first use).
+
+    Raises:
+        UnknownModel: `name` is none of what can be loaded without a download (`check_model`).
+    """
     if name not in MODEL_NAMES:
+        check_model(name)
         return name
     if name == SMOLLM2:
         target, build = models_dir() / "smollm2-135m-instruct", _convert_smollm2

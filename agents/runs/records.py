@@ -38,6 +38,7 @@ __all__ = [
     "as_records",
     "read_episodes",
     "read_metrics",
+    "unique_episodes",
 ]
 
 _STEP_KEYS = ("turn", "assistant", "calls", "results", "parse_failure", "index")
@@ -388,13 +389,38 @@ def _read(
     return records, dataclasses.replace(health, corrupt_lines=health.corrupt_lines + unreadable)
 
 
-def read_episodes(path: str | os.PathLike[str]) -> tuple[list[EpisodeRecord], FileHealth]:
+def read_episodes(path: str | os.PathLike[str], *, unique: bool = False) -> tuple[list[EpisodeRecord], FileHealth]:
     """All readable episode records of a file, and what was skipped (`tooluse_agents.runs.jsonl.read_jsonl`).
 
     Objects that are not episode records are left out; an episode record this version cannot
     read (malformed, or of a newer schema) is skipped with a warning and counted as corrupt.
+    With `unique` (an evaluation run's file, where a (task, seed) is played once) only the first
+    record of each (task, seed) is kept (`unique_episodes`).
     """
-    return _read(path, EpisodeRecord, lambda obj: "task_id" in obj and "reward" in obj)
+    records, health = _read(path, EpisodeRecord, lambda obj: "task_id" in obj and "reward" in obj)
+    return (unique_episodes(records, path) if unique else records), health
+
+
+def unique_episodes(records: Sequence[EpisodeRecord], where: object = "episodes") -> list[EpisodeRecord]:
+    """The first record of each (task, seed), in order; a warning says how many later repeats were left out.
+
+    An evaluation plays each (task, seed) once; a file holding one twice (two processes that wrote
+    into one run folder, before run folders were locked) must not count it twice.
+    """
+    seen: set[tuple[str, int]] = set()
+    kept = []
+    for record in records:
+        key = (record.task_id, record.seed)
+        if key not in seen:
+            seen.add(key)
+            kept.append(record)
+    if repeats := len(records) - len(kept):
+        warnings.warn(
+            f"{where}: left out {repeats} repeated episode{'s' if repeats != 1 else ''} of a (task, seed) "
+            "already read (the first is kept)",
+            stacklevel=3,
+        )
+    return kept
 
 
 def read_metrics(path: str | os.PathLike[str]) -> tuple[list[MetricsRecord], FileHealth]:

@@ -9,20 +9,34 @@ aside) is resumed; ``force`` deletes the folder and starts afresh.
     run = RunDir(out, "run.json", resumable={"schedule"})
     resumed = run.open(config.to_dict(), force=force)
 
+While a run writes into its folder it holds the folder's lock (`RunDir.lock`, an advisory lock on
+``.lock`` in it): a second process that starts the same run into the same folder is refused with a
+`RunConflict` instead of writing a second copy of every episode into it.
+
 Standard library only (YAML, for a ``.yaml`` file, is imported when one is read or written).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from tooluse_gym.errors import ToolUseGymError
 
-__all__ = ["RunConflict", "RunDir", "differences"]
+try:
+    import fcntl
+except ImportError:  # not a POSIX system: run folders are not locked
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["LOCK_FILE", "RunConflict", "RunDir", "differences"]
+
+LOCK_FILE = ".lock"
+"""The file in a run folder whose advisory lock the process writing into the folder holds (it holds that pid)."""
 
 
 class RunConflict(ToolUseGymError, RuntimeError):
@@ -133,6 +147,46 @@ class RunDir:
             return True
         self.write(config)
         return False
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the folder (created if need be) for this process until the block ends.
+
+        The lock is ``flock`` on `LOCK_FILE` in the folder, which holds the holder's process id;
+        the operating system releases it when the process ends, however it ends.
+
+        Raises:
+            RunConflict: Another process (or another `lock` in this one) holds the folder.
+        """
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.path / LOCK_FILE, "a+", encoding="utf-8") as handle:
+            if fcntl is not None:
+                try:
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    handle.seek(0)
+                    holder = handle.read().strip()
+                    by = f" (process {holder})" if holder.isdigit() else ""
+                    raise RunConflict(
+                        f"{self.path} is in use by another run{by}: wait for it to end, or use another --out"
+                    ) from None
+            handle.truncate(0)
+            handle.write(str(os.getpid()))
+            handle.flush()
+            try:
+                yield
+            finally:
+                handle.truncate(0)
+
+    def clear(self) -> None:
+        """Delete what the folder holds, its lock file aside (``--force`` under `lock`)."""
+        for entry in self.path.iterdir() if self.path.is_dir() else ():
+            if entry.name == LOCK_FILE:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
 
     def _parse(self, text: str) -> Any:
         if self._yaml:

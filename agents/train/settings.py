@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tooluse_agents.train.checks import require
 from tooluse_gym.envs.knobs import Knobs
 
 __all__ = ["TRAIN_PROTOCOL", "LoraSettings", "PolicyConfig"]
@@ -33,6 +34,9 @@ class LoraSettings:
     dropout: float = 0.0
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
+    def __post_init__(self) -> None:
+        require(self, r=">= 1", alpha="> 0", dropout="in [0, 1)")
+
 
 @dataclass(frozen=True, kw_only=True)
 class PolicyConfig:
@@ -59,3 +63,6 @@ class PolicyConfig:
     gradient_checkpointing: bool = True
     lora: LoraSettings | None = None
     threads: int | None = None
+
+    def __post_init__(self) -> None:
+        require(self, threads=">= 1")

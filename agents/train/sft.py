@@ -44,6 +44,7 @@ from tooluse_agents.backends.oracle import OracleAgent
 from tooluse_agents.cli.config_loader import load
 from tooluse_agents.cli.flags import DefaultsHelpFormatter, add_config_flags, add_config_source, given_config
 from tooluse_agents.rollout.loop import RolloutJob, run_rollouts
+from tooluse_agents.train.checks import require
 from tooluse_agents.train.settings import TRAIN_PROTOCOL, LoraSettings
 from tooluse_gym.envs import SCENARIO_ID
 from tooluse_gym.envs.knobs import Knobs
@@ -93,12 +94,17 @@ class SFTConfig:
     lora: LoraSettings | None = None
 
     def __post_init__(self) -> None:
-        if self.epochs < 1 or self.batch_size < 1:
-            raise ValueError("epochs and batch_size must be >= 1")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}")
-        if self.limit is not None and self.limit < 1:
-            raise ValueError(f"limit must be >= 1, got {self.limit}")
+        require(
+            self,
+            epochs=">= 1",
+            lr="> 0",
+            warmup_steps=">= 0",
+            batch_size=">= 1",
+            max_grad_norm="> 0",
+            limit=">= 1",
+            seed=">= 0",
+            threads=">= 1",
+        )
 
 
 @dataclass(frozen=True)

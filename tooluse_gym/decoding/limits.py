@@ -13,6 +13,10 @@ exhaust memory. They differ where the rules they serve differ:
 * the call strings the ``bfcl`` decoder hands to the runtime: `MAX_CALL_STRING_CHARS`;
 * the fast path that reads the common call-list shape without `ast` (it gives up beyond these, and
   the general path reads the text): `MAX_FAST_PATH_CHARS`, `MAX_FAST_PATH_CALLS`, `MAX_FAST_PATH_DEPTH`.
+
+Scenario files are input from outside too (the env server and the adapters load them), and have
+their own: `MAX_SCENARIO_FILE_BYTES`, and for YAML the nodes aliases may add, `MAX_SCENARIO_ALIAS_NODES`,
+and the nesting, `MAX_SCENARIO_DEPTH` (`tooluse_gym.tasks.bounded_yaml`).
 """
 
 from __future__ import annotations
@@ -47,3 +51,11 @@ MAX_FAST_PATH_CALLS = 64
 """The call-list fast path reads up to this many calls."""
 MAX_FAST_PATH_DEPTH = 8
 """The call-list fast path reads lists nested up to this deep."""
+
+MAX_SCENARIO_FILE_BYTES = 16 * 1024 * 1024
+"""A larger scenario file is refused before it is read."""
+MAX_SCENARIO_ALIAS_NODES = 100_000
+"""The nodes a YAML scenario file's aliases may add, each alias counted as the whole subtree it repeats
+(a "billion laughs" file of 10 levels of 9 aliases would add billions)."""
+MAX_SCENARIO_DEPTH = 200
+"""The nesting a scenario file's values may have (deeper is refused, not a `RecursionError`)."""

@@ -86,12 +86,21 @@ def warn_if_mistyped_prompt(prompt: str) -> None:
         return
     close = difflib.get_close_matches(prompt.lower(), SYSTEM_PROMPTS, n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    warnings.warn(
+    # One place and one registry for every `Knobs` made with this prompt (a config is built, replaced and
+    # resolved several times): under the default filters the warning shows once per process, not once per copy.
+    warnings.warn_explicit(
         f"system_prompt {prompt!r} is not a named prompt ({', '.join(SYSTEM_PROMPTS)}), so it is used as the literal "
         f"prompt text{hint}",
         UserWarning,
-        stacklevel=4,
+        filename="system_prompt",
+        lineno=0,
+        module=__name__,
+        registry=_PROMPT_WARNINGS,
     )
+
+
+_PROMPT_WARNINGS: dict = {}
+"""The warning registry of `warn_if_mistyped_prompt` (what it has shown)."""
 
 
 @dataclass(frozen=True, kw_only=True)

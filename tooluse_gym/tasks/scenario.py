@@ -42,7 +42,9 @@ import jsonschema
 import yaml
 
 from tooluse_gym.decoding.lenient import parse_call_string
+from tooluse_gym.decoding.limits import MAX_SCENARIO_DEPTH, MAX_SCENARIO_FILE_BYTES
 from tooluse_gym.errors import TaskLoadError
+from tooluse_gym.tasks import bounded_yaml
 from tooluse_gym.tasks.scenario_hints import quoted_list, rejoin_calls, schema_problems
 from tooluse_gym.tasks.scenario_single_turn import single_turn_task
 from tooluse_gym.tasks.scenario_state import state_problems
@@ -55,7 +57,8 @@ from tooluse_gym.types import ToolCall
 
 SUFFIXES = (".yaml", ".yml", ".json")
 DEFAULT_CATEGORY = "scenario"
-MAX_FILE_BYTES = 50_000_000
+MAX_FILE_BYTES = MAX_SCENARIO_FILE_BYTES
+"""A larger scenario file is refused before it is read (`tooluse_gym.decoding.limits`)."""
 
 Fail = Callable[..., None]
 """Records a problem: ``fail(field, kind, reason, hint="")``."""
@@ -181,6 +184,9 @@ def load_scenario_set(path: str | Path | Sequence[str | Path], *, replay: bool =
     seen: dict[str, Path] = {}
     problems: list[ScenarioProblem] = []
     for file in files:
+        if file.stat().st_size > MAX_FILE_BYTES:  # refused unread
+            problems.append(_too_large(file))
+            continue
         raw = file.read_bytes()
         digest.update(raw)
         loaded, found = _load_file(file, raw, replay)
@@ -203,16 +209,25 @@ def load_scenarios(path: str | Path | Sequence[str | Path], *, replay: bool = Tr
     return list(load_scenario_set(path, replay=replay).tasks)
 
 
+def _too_large(file: Path) -> ScenarioProblem:
+    return ScenarioProblem(str(file), "", "", "parse", f"file is larger than {MAX_FILE_BYTES} bytes; refused")
+
+
 def _read(file: Path, raw: bytes) -> Any:
+    """A scenario file's data: JSON, or YAML within `bounded_yaml`'s bounds; a `ScenarioError` of one problem."""
     if len(raw) > MAX_FILE_BYTES:
-        raise ScenarioError(
-            [ScenarioProblem(str(file), "", "", "parse", f"file is larger than {MAX_FILE_BYTES} bytes")]
-        )
+        raise ScenarioError([_too_large(file)])
     try:
         text = raw.decode("utf-8")
-        return json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
+        return json.loads(text) if file.suffix == ".json" else bounded_yaml.load(text)
+    except bounded_yaml.YamlLimitError as e:
+        raise ScenarioError([ScenarioProblem(str(file), "", "", "parse", f"refused: {e}")]) from None
+    except RecursionError:  # JSON nested past what Python's parser recurses through
+        reason = f"refused: values nested deeper than {MAX_SCENARIO_DEPTH} levels"
+        raise ScenarioError([ScenarioProblem(str(file), "", "", "parse", reason)]) from None
     except (UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError) as e:
-        raise ScenarioError([ScenarioProblem(str(file), "", "", "parse", f"cannot parse: {e}")]) from None
+        reason = f"cannot parse: {' '.join(str(e).split())}"
+        raise ScenarioError([ScenarioProblem(str(file), "", "", "parse", reason)]) from None
 
 
 def _field(path: Iterable[Any]) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tooluse_agents.cli.config_loader import dump, from_dict, load, plain
+from tooluse_agents.train.checks import require
 from tooluse_agents.train.grpo.filtering import FilterConfig
 from tooluse_agents.train.grpo.screen import ScreenConfig
 from tooluse_agents.train.grpo.tasks import MODES, TaskSource
@@ -67,10 +68,20 @@ class UpdateConfig:
     skip_zero_advantage: bool = False
 
     def __post_init__(self) -> None:
-        if self.mini_batches < 1 or self.ppo_epochs < 1:
-            raise ValueError("mini_batches and ppo_epochs must be >= 1")
-        if not 0 <= self.clip_low < 1 or self.clip_high < 0:
-            raise ValueError(f"bad clip range ({self.clip_low}, {self.clip_high})")
+        require(
+            self,
+            lr="> 0",
+            betas="in [0, 1)",
+            weight_decay=">= 0",
+            max_grad_norm="> 0",
+            clip_low="in [0, 1)",
+            clip_high=">= 0",
+            kl_coef=">= 0",
+            entropy_coef=">= 0",
+            mini_batches=">= 1",
+            ppo_epochs=">= 1",
+            micro_batch_tokens=">= 1",
+        )
         if self.skip_zero_advantage and (self.kl_coef or self.entropy_coef):
             raise ValueError(
                 "skip_zero_advantage is exact only without KL and entropy terms "
@@ -101,8 +112,8 @@ class GRPOConfig:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        if self.group_size < 1 or self.prompts_per_step < 1:
-            raise ValueError("group_size and prompts_per_step must be >= 1")
+        why = {"group_size": "a group's advantages compare its rollouts' rewards: it needs at least two"}
+        require(self, why, group_size=">= 2", prompts_per_step=">= 1")
         if self.update_size is not None and not 1 <= self.update_size <= self.group_size:
             raise ValueError(f"update_size must be in [1, group_size={self.group_size}], got {self.update_size}")
         if self.normalize_over not in ("group", "kept"):
@@ -149,6 +160,18 @@ class RolloutConfig:
     screen: ScreenConfig | None = None
 
     def __post_init__(self) -> None:
+        why = {"temperature": "the loss divides the logits by it; 0 (greedy) is for evaluation"}
+        require(
+            self,
+            why,
+            temperature="> 0",
+            top_p="in (0, 1]",
+            max_tokens=">= 1",
+            num_envs=">= 1",
+            max_model_len=">= 1",
+            cpu_kv_cache_gib=">= 1",
+            gpu_memory_utilization="in (0, 1]",
+        )
         if self.engine not in ("hf", "vllm"):
             raise ValueError(f"engine must be 'hf' or 'vllm', got {self.engine!r}")
         if self.schedule not in ("auto", "async", "lockstep"):
@@ -181,8 +204,7 @@ class HeldoutConfig:
     samples: int = 1
 
     def __post_init__(self) -> None:
-        if self.every_train_s is not None and not self.every_train_s > 0:
-            raise ValueError(f"every_train_s must be > 0 or null, got {self.every_train_s}")
+        require(self, every_steps=">= 1", every_train_s="> 0", temperature=">= 0", samples=">= 1")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -224,12 +246,15 @@ class TrainConfig:
     eval: HeldoutConfig = field(default_factory=HeldoutConfig)
 
     def __post_init__(self) -> None:
-        if self.save_every < 1 or self.keep_checkpoints < 0:
-            raise ValueError(
-                f"save_every must be >= 1 and keep_checkpoints >= 0, got {self.save_every}, {self.keep_checkpoints}"
-            )
-        if self.budget_s is not None and not self.budget_s > 0:
-            raise ValueError(f"budget_s must be > 0 or null, got {self.budget_s}")
+        require(
+            self,
+            seed=">= 0",
+            epochs=">= 1",
+            max_steps=">= 0",
+            budget_s="> 0",
+            save_every=">= 1",
+            keep_checkpoints=">= 0",
+        )
         screen = self.rollout.screen
         if screen is not None and screen.members >= self.grpo.group_size:
             raise ValueError(

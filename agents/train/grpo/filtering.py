@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tooluse_agents.train.checks import require
 from tooluse_agents.train.grpo.advantages import ALL_CORRECT, ALL_WRONG
 from tooluse_agents.train.grpo.greso import ZeroVarianceConfig, ZeroVarianceFilter
 
@@ -61,10 +62,7 @@ class FilterConfig:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
-        if self.k < 1:
-            raise ValueError(f"k must be >= 1, got {self.k}")
-        if self.revisit_after is not None and self.revisit_after < 1:
-            raise ValueError(f"revisit_after must be >= 1 or None, got {self.revisit_after}")
+        require(self, k=">= 1", revisit_after=">= 1", max_reward="> 0")
 
 
 @dataclass

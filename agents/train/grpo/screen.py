@@ -43,6 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tooluse_agents.train.checks import require
 from tooluse_agents.train.grpo.advantages import is_zero_variance
 
 if TYPE_CHECKING:  # the config imports this module; keep it light
@@ -64,8 +65,7 @@ class ScreenConfig:
     members: int = 4
 
     def __post_init__(self) -> None:
-        if self.members < 2:
-            raise ValueError(f"screen.members must be >= 2 (one reward is always unanimous), got {self.members}")
+        require(self, {"members": "one reward is always unanimous"}, members=">= 2")
 
 
 @dataclass(frozen=True)

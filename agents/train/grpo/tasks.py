@@ -17,6 +17,7 @@ from typing import Any
 import gymnasium as gym
 
 import tooluse_gym  # noqa: F401  (registers the env ids)
+from tooluse_agents.train.checks import require
 from tooluse_agents.train.settings import TRAIN_PROTOCOL
 from tooluse_gym.envs.builder import TASKS_ENV_ID, TaskPool
 from tooluse_gym.envs.knobs import Knobs
@@ -65,6 +66,7 @@ class TaskSource:
             raise ValueError(f"source must be 'bfcl' or 'scenario', got {self.source!r}")
         if self.source == "scenario" and not self.path:
             raise ValueError("a scenario source needs a path")
+        require(self, limit=">= 1")
 
     def spec(self, mode: str = "episode") -> dict[str, Any]:
         """This source as ``ToolUse-Tasks-v0``'s JSON ``source`` (`tooluse_gym.envs.sources`), without `keep_list`.

@@ -61,3 +61,23 @@ def test_a_subcommand_gets_the_rest_of_the_line(capsys):
         main(["scenarios", "--help"])
     assert stop.value.code == 0 and "validate" in capsys.readouterr().out
     assert main(["scenarios", "schema"]) == 0 and '"$schema"' in capsys.readouterr().out
+
+
+def test_a_mistyped_system_prompt_warns_once_in_one_line(tmp_path, capsys, monkeypatch):
+    """Issue 60: ``--system-prompt stong`` printed its useful hint three times, each after ``dataclasses.py:1501``."""
+    import warnings
+
+    from tooluse_agents.cli.eval import QUIET_ENV
+
+    for name in QUIET_ENV:
+        monkeypatch.delenv(name, raising=False)
+    argv = ["eval", "run", "--agent", "oracle", "--task-ids", "multi_turn_base_0", "--system-prompt", "stong"]
+    with warnings.catch_warnings():
+        warnings.resetwarnings()  # Python's default filters, as a user's shell has them
+        warnings.simplefilter("default")
+        assert main([*argv, "--no-progress", "--out", str(tmp_path / "run")]) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if "stong" in line]
+    assert err == [
+        "tooluse eval: warning: system_prompt 'stong' is not a named prompt (bfcl, strong, none), so it is used as "
+        "the literal prompt text; did you mean 'strong'?"
+    ]

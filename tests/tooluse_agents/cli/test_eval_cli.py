@@ -523,3 +523,52 @@ def test_the_categories_help_names_every_category_and_group():
     text = next(a for a in run_parser("run")._actions if a.dest == "categories").help or ""
     names = (*bfcl.CATEGORIES, *bfcl_single_turn.CATEGORIES, *bfcl_single_turn.GROUPS)
     assert [n for n in names if not re.search(rf"\b{n}\b", text)] == []
+
+
+@pytest.mark.parametrize(
+    ("seeds", "message"),
+    [
+        (["-1"], "tooluse eval: error: --seeds -1: seeds are integers >= 0"),
+        (["0", "0"], "tooluse eval: error: --seeds 0 0: seed 0 is given twice; give each seed once"),
+    ],
+)
+def test_negative_or_repeated_seeds_are_refused_in_one_line_before_anything_is_written(
+    tmp_path, capsys, seeds, message
+):
+    """Issue 60: ``--seeds -1`` died in Gymnasium after run.json was written; ``--seeds 0 0`` played twice."""
+    out = tmp_path / "seeds"
+    assert run("run", "--agent", "oracle", "--task-ids", "multi_turn_base_1", "--seeds", *seeds, "--out", str(out)) == 2
+    assert capsys.readouterr().err.strip() == message
+    assert not out.exists()
+    assert run("run", "--agent", "oracle", "--task-ids", "multi_turn_base_1", "--seeds", "0", "--out", str(out)) == 0
+
+
+def test_a_run_folder_in_use_refuses_a_second_run_and_results_count_each_task_and_seed_once(tmp_path, capsys):
+    """Issue 60: the same run started twice at once wrote both into one episodes.jsonl, and results counted both."""
+    from tooluse_agents.runs.rundir import RunDir
+
+    out = tmp_path / "twice"
+    argv = ("run", "--agent", "oracle", "--task-ids", "multi_turn_base_1", "multi_turn_base_2", "--out", str(out))
+    with RunDir(out).lock():
+        assert run(*argv) == 2
+    err = capsys.readouterr().err.strip()
+    in_use = f"{out} is in use by another run (process {os.getpid()}): wait for it to end, or use another --out"
+    assert err == f"tooluse eval: error: {in_use}"
+    assert [p.name for p in out.iterdir()] == [".lock"]
+    assert run(*argv) == 0
+    path = out / "episodes.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines + lines) + "\n")  # what two writers left before folders were locked
+    with pytest.warns(UserWarning, match="left out 2 repeated episodes"):
+        assert run(*argv) == 0
+    assert json.loads((out / "results.json").read_text())["summary"]["episodes"] == 2
+
+
+def test_a_config_file_that_is_not_yaml_is_refused_in_one_line_with_its_line_and_column(tmp_path, capsys):
+    """Issue 60: malformed YAML in --config gave a 57-line traceback."""
+    config = tmp_path / "eval.yaml"
+    config.write_text("agent: oracle\nseeds: [0, 1\nlimit: 1\n")
+    assert run("run", "--config", str(config), "--out", str(tmp_path / "out")) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "out").exists()
+    assert err.startswith(f"tooluse eval: error: {config}:3:6: ") and "not valid YAML" in err

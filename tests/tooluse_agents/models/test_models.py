@@ -91,3 +91,55 @@ def test_sft_with_lora_saves_only_the_adapter_in_bf16(tmp_path):
     assert weights and all("lora_" in k for k in weights)
     assert {str(t.dtype) for t in weights.values()} == {"torch.bfloat16"}
     assert any(k.endswith("lora_B.weight") and t.abs().sum() > 0 for k, t in weights.items())  # B starts at 0
+
+
+@pytest.fixture
+def hub_cache(tmp_path, monkeypatch):
+    """An offline Hugging Face cache holding one model, ``org/tiny-model``; any Hub call fails the test."""
+    import huggingface_hub
+
+    cache = tmp_path / "hub"
+    (cache / "models--org--tiny-model" / "snapshots" / "0123abc").mkdir(parents=True)
+    (cache / "models--org--tiny-model" / "snapshots" / "0123abc" / "config.json").write_text("{}")
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+    def no_hub(*args, **kwargs):
+        raise AssertionError("the Hugging Face Hub was asked")
+
+    for name in ("hf_hub_download", "snapshot_download", "model_info"):
+        monkeypatch.setattr(huggingface_hub, name, no_hub)
+    return cache
+
+
+def test_a_model_name_resolves_offline_and_an_unknown_one_names_close_matches(hub_cache, tmp_path):
+    """Issue 60: a mistyped model spent 35-54 s retrying the Hub, then printed a ~95-line OSError."""
+    from tooluse_agents.models.resolve import UnknownModel, cached_models, check_model
+
+    assert cached_models() == ["org/tiny-model"]
+    assert resolve_model("org/tiny-model") == "org/tiny-model"  # a cached hub id loads as before
+    assert resolve_model(str(tmp_path)) == str(tmp_path)  # so does an existing folder
+    with pytest.raises(UnknownModel, match=r"^model 'smollm2-13m' is not a named model .*did you mean 'smollm2-135m'"):
+        resolve_model("smollm2-13m")
+    with pytest.raises(UnknownModel, match=r"did you mean 'org/tiny-model'\?$"):
+        check_model("org/tiny-modle")
+    with pytest.raises(UnknownModel, match=r"download it first \(hf download someone/else\) or give its local folder$"):
+        check_model("someone/else")
+
+
+@pytest.mark.parametrize("agent", ["hf", "vllm"])
+def test_eval_with_a_mistyped_model_fails_at_once_in_one_line_and_leaves_no_run_folder(
+    agent, hub_cache, tmp_path, capsys, monkeypatch
+):
+    import time
+
+    from tooluse_agents.cli.eval import main
+
+    out = tmp_path / "run"
+    start = time.perf_counter()
+    argv = ["run", "--agent", agent, "--model", "smollm2-13m", "--task-ids", "multi_turn_base_0"]
+    assert main([*argv, "--out", str(out), "--no-progress"]) == 2
+    assert time.perf_counter() - start < 30
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith("tooluse eval: error: model 'smollm2-13m' is not a named")
+    assert "did you mean 'smollm2-135m' or" in err and not out.exists()

@@ -67,3 +67,25 @@ def test_a_refusal_names_each_changed_setting_by_its_dotted_key_with_both_values
         r"update.lr 1e-05 -> 2e-05 \(",
     ):
         run.check(changed)
+
+
+def test_a_folder_held_by_one_writer_refuses_a_second_with_the_holders_process(tmp_path):
+    """Issue 60: two processes running the same command into one folder wrote every episode twice."""
+    import os
+    import subprocess
+    import sys
+
+    run = RunDir(tmp_path / "r", "run.json")
+    with run.lock():
+        assert (tmp_path / "r" / ".lock").read_text() == str(os.getpid())
+        held = rf"^{tmp_path / 'r'} is in use by another run \(process {os.getpid()}\)"
+        with pytest.raises(RunConflict, match=held), RunDir(tmp_path / "r").lock():
+            pass
+        other = "from tooluse_agents.runs.rundir import RunDir\nwith RunDir(__import__('sys').argv[1]).lock(): pass"
+        refused = subprocess.run([sys.executable, "-c", other, str(tmp_path / "r")], capture_output=True, text=True)
+        assert refused.returncode != 0 and "is in use by another run" in refused.stderr
+    with run.lock():  # released at the end of the block
+        pass
+    (tmp_path / "r" / "episodes.jsonl").write_text("{}\n")
+    run.clear()
+    assert [p.name for p in (tmp_path / "r").iterdir()] == [".lock"]

@@ -112,3 +112,57 @@ def test_validate_cli_exit_codes(tmp_path, capsys):
     assert cli_main(["validate", str(good), str(bad)]) == 1
     out = capsys.readouterr().out
     assert "FAIL" in out and "NoSuchAPI" in out and "1 file(s) failed" in out
+
+
+def _laughs(levels: int = 10, width: int = 9) -> str:
+    """A "billion laughs" scenario file: each level's anchor holds `width` aliases of the one below (width**levels)."""
+    lines = ['x0: &x0 ["lol"]']
+    lines += [f"x{i}: &x{i} [{', '.join([f'*x{i - 1}'] * width)}]" for i in range(1, levels)]
+    lines += [f"scenarios: [{{id: s1, tools: {{MathAPI: {{}}}}, turns: [{{user: hi, ground_truth: *x{levels - 1}}}]}}]"]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_file_of_nested_yaml_aliases_is_refused_fast_in_one_line(tmp_path):
+    """Issue 60: a billion-laughs file made `tooluse scenarios validate` grow to GBs."""
+    import resource
+    import subprocess
+    import sys
+
+    bomb = tmp_path / "laughs.yaml"
+    bomb.write_text(_laughs())
+
+    def cap_memory():  # a regression fails here rather than eating the machine
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    command = [sys.executable, "-m", "tooluse_gym.tasks.scenario_cli", "validate", str(bomb)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, preexec_fn=cap_memory)
+    assert done.returncode == 1, done.stderr[-2000:]
+    head, problem = done.stdout.splitlines()[:2]
+    assert head == f"FAIL {bomb}: 1 problem"
+    assert problem.startswith("  refused: its aliases would add ") and problem.endswith(
+        " nodes, more than the 100000 allowed (a file built of nested aliases); write the repeated values out [parse]"
+    )
+
+
+def test_scenario_files_past_the_size_and_nesting_bounds_are_refused_naming_the_file(tmp_path, monkeypatch):
+    from tooluse_gym.tasks import scenario
+
+    with pytest.raises(ScenarioError, match="an alias is used inside its own anchor"):
+        (tmp_path / "loop.yaml").write_text("a: &a [*a]\n")
+        load_scenarios(tmp_path / "loop.yaml")
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("scenarios: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ScenarioError, match=rf"^{deep}: refused: values nested deeper than 200 levels \[parse\]$"):
+        load_scenarios(deep)
+    deep_json = tmp_path / "deep.json"
+    deep_json.write_text('{"scenarios": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(ScenarioError, match="refused: values nested deeper than 200 levels"):
+        load_scenarios(deep_json)
+    second = '  - id: s2\n    tools: *tools\n    turns:\n      - user: "Add 1 and 2."\n'
+    second += '        ground_truth: ["add(a=1, b=2)"]\n'
+    (tmp_path / "shared.yaml").write_text(GOOD.replace("tools: {", "tools: &tools {") + second)
+    assert len(load_scenarios(tmp_path / "shared.yaml")) == 2  # aliases within the bounds read as before
+    monkeypatch.setattr(scenario, "MAX_FILE_BYTES", 10)
+    (tmp_path / "big.yaml").write_text(GOOD)
+    with pytest.raises(ScenarioError, match=r"big.yaml: file is larger than 10 bytes; refused \[parse\]$"):
+        load_scenarios(tmp_path / "big.yaml")

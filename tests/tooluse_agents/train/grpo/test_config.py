@@ -58,7 +58,7 @@ def test_paper_defaults():
         ("protocol.strict_tools=maybe", "protocol.strict_tools: expected bool, got 'maybe'"),
         ("protocol=null", "protocol: expected Knobs settings, got None"),
         ("grpo=3", "grpo: expected GRPOConfig settings, got 3"),
-        ("grpo.group_size=0", "grpo: group_size and prompts_per_step must be >= 1"),
+        ("grpo.group_size=0", "grpo.group_size must be >= 2"),
         ("grpo.gruop_size=4", "unknown grpo (GRPOConfig) keys: ['gruop_size']"),
         ("policy.lora={r:", "override 'policy.lora={r:': its value is not YAML"),
     ],
@@ -73,10 +73,58 @@ def test_a_value_of_the_wrong_type_is_refused_naming_its_dotted_key(override, me
 
 def test_values_of_the_declared_types_load_as_the_fields_hold_them():
     config = load_config(
-        None, ["update.lr=1", "update.betas=[0.9, 1]", "tasks.task_ids=[a, b]", "protocol.tokenizer=t"]
+        None, ["update.lr=1", "update.betas=[0, 0.99]", "tasks.task_ids=[a, b]", "protocol.tokenizer=t"]
     )
-    assert config.update.lr == 1.0 and isinstance(config.update.lr, float) and config.update.betas == (0.9, 1.0)
+    assert config.update.lr == 1.0 and isinstance(config.update.lr, float) and config.update.betas == (0.0, 0.99)
     assert config.tasks.task_ids == ("a", "b") and config.protocol.tokenizer == "t"
     for path in CONFIGS:  # the shipped configs and their round trip through config.yaml hold only the declared types
         config = load_config(path)
         assert from_dict(TrainConfig, yaml.safe_load(dump_config(config))) == config
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("update.lr=-1", "update.lr must be > 0, got -1.0"),
+        ("update.lr=0", "update.lr must be > 0, got 0.0"),
+        ("update.betas=[0.9, 1.5]", "update.betas[1] must be in [0, 1), got 1.5"),
+        ("update.max_grad_norm=0", "update.max_grad_norm must be > 0, got 0.0"),
+        ("update.weight_decay=-0.1", "update.weight_decay must be >= 0, got -0.1"),
+        ("update.micro_batch_tokens=0", "update.micro_batch_tokens must be >= 1, got 0"),
+        ("rollout.temperature=-0.5", "rollout.temperature must be > 0 (the loss divides the logits by it"),
+        ("rollout.top_p=1.5", "rollout.top_p must be in (0, 1], got 1.5"),
+        ("rollout.gpu_memory_utilization=2", "rollout.gpu_memory_utilization must be in (0, 1], got 2.0"),
+        ("rollout.screen={members: 1}", "rollout.screen.members must be >= 2 (one reward is always unanimous), got 1"),
+        (
+            "grpo.group_size=1",
+            "grpo.group_size must be >= 2 (a group's advantages compare its rollouts' rewards: it needs at least two)"
+            ", got 1",
+        ),
+        ("eval.samples=0", "eval.samples must be >= 1, got 0"),
+        ("eval.temperature=-1", "eval.temperature must be >= 0, got -1.0"),
+        ("seed=-1", "seed must be >= 0, got -1"),
+        ("epochs=0", "epochs must be >= 1, got 0"),
+        ("tasks.limit=0", "tasks.limit must be >= 1, got 0"),
+        ("policy.lora={r: 0}", "policy.lora.r must be >= 1, got 0"),
+        ("policy.threads=0", "policy.threads must be >= 1, got 0"),
+        ("filter.max_reward=0", "filter.max_reward must be > 0, got 0.0"),
+    ],
+)
+def test_every_numeric_setting_is_checked_when_the_config_loads_naming_its_key_and_rule(override, message, capsys):
+    """Issue 60: ``update.lr=-1`` passed --print-config and died in torch; a negative temperature was accepted."""
+    with pytest.raises(ValueError) as caught:
+        load_config(None, [override])
+    assert str(caught.value).startswith(message)
+    assert main([str(CONFIGS[0]), override, "--print-config"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tooluse train: {message}") and len(err.splitlines()) == 1
+
+
+def test_a_config_file_that_is_not_yaml_is_one_line_naming_its_line_and_column(tmp_path, capsys):
+    """Issue 60: malformed YAML in a config gave a 57-line traceback."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("seed: 0\ngrpo: {group_size: 4\nupdate: {lr: 1e-5}\n")
+    assert main([str(bad), "--print-config"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1
+    assert err.startswith(f"tooluse train: {bad}:3:7: ") and "not valid YAML" in err
