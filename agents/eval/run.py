@@ -183,7 +183,12 @@ class EvalConfig:
 
     @property
     def env_groups(self) -> list[tuple[str, tuple[str, ...]]]:
-        """The envs the run plays, each with its categories (`env_groups`: ``bfcl`` names every BFCL env)."""
+        """The envs the run plays, each with its categories (`env_groups`: ``bfcl`` names every BFCL env).
+
+        Task ids without categories name their envs themselves (`env_of_task_id`).
+        """
+        if self.task_ids and not self.categories and not self.scenarios:
+            return [(e, ()) for e in dict.fromkeys(env_of_task_id(t) for t in self.task_ids)]
         return env_groups(self.categories, self.scenarios)
 
     @property
@@ -200,6 +205,14 @@ class EvalConfig:
 
 _SHOWN_DISAGREEMENTS = 50
 """Disagreements `compare_runs` lists in its text (its data holds them all)."""
+
+
+def env_of_task_id(task_id: str) -> str:
+    """The BFCL env a task id belongs to, by its category prefix (multi-turn when no other matches)."""
+    if task_id.startswith("memory_"):
+        return MEMORY_ID
+    prefix = task_id.split("-", 1)[0].rsplit("_", 1)[0]
+    return SINGLE_TURN_ID if prefix in bfcl_single_turn.CATEGORIES else MULTI_TURN_ID
 
 
 def check_seeds(seeds: Sequence[int], flag: str = "--seeds") -> None:
@@ -316,8 +329,10 @@ def run_eval(
     are played one env after another into the same folder.
     """
     out = Path(out)
-    if config.task_ids:
+    if config.task_ids and (config.categories or config.scenarios):
         plan = [(config.env_id, list(config.task_ids))]
+    elif config.task_ids:  # each id plays on the env it names
+        plan = [(e, [t for t in config.task_ids if env_of_task_id(t) == e]) for e, _ in config.env_groups]
     else:
         plan = [
             (env_id, _group_task_ids(env_id, names or None, config.limit, config.scenarios))

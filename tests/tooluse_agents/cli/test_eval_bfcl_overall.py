@@ -61,3 +61,17 @@ def test_an_unknown_memory_category_is_refused_before_anything_is_written(tmp_pa
     out = tmp_path / "bad"
     assert main(["run", "--agent", "oracle", "--categories", "memory_kvv", "--out", str(out), "--no-progress"]) != 0
     assert not out.exists()
+
+
+def test_task_ids_without_categories_play_on_the_envs_they_name(tmp_path):
+    out = tmp_path / "ids"
+    ids = ["simple_python_0", "multi_turn_base_0", "live_simple_0-0-0", "memory_rec_sum-notetaker"]
+    assert main(["run", "--agent", "oracle", "--task-ids", *ids, "--out", str(out), "--no-progress"]) == 0
+    episodes = read_episodes(out / "episodes.jsonl")[0]
+    assert {e.task_id: e.protocol["env_id"] for e in episodes} == {
+        "simple_python_0": "ToolUse-SingleTurn-v0",
+        "multi_turn_base_0": "ToolUse-MultiTurn-v0",
+        "live_simple_0-0-0": "ToolUse-SingleTurn-v0",
+        "memory_rec_sum-notetaker": "ToolUse-Memory-v0",
+    }
+    assert all(e.reward == 1.0 for e in episodes)
