@@ -68,7 +68,8 @@ def _old_eval_selection(categories, limit, scenarios=None):
     [(None, None), (None, 3), (["miss_param", "base"], 4), (["multi_turn_base"], 7), (["base", "base"], 2), ([], 1)],
 )
 def test_eval_task_ids_are_the_old_selection_on_bfcl(categories, limit):
-    assert eval_task_ids(categories, limit) == _old_eval_selection(categories, limit)
+    once = list(dict.fromkeys(categories)) if categories else categories  # a category named twice is played once
+    assert eval_task_ids(categories, limit) == _old_eval_selection(once, limit)
 
 
 @pytest.mark.parametrize(
