@@ -28,7 +28,7 @@ def read_run(run: Path) -> tuple[list[EpisodeRecord], int]:
     path = run / "episodes.jsonl"
     if not path.is_file():
         raise ExportError(f"{run}: no episodes.jsonl here; RUN must be a `tooluse eval run --out` folder")
-    records, health = read_episodes(path, unique=True)
+    records, health = read_episodes(path)
     if not records:
         detail = f" ({health.describe()})" if health.skipped else ""
         raise ExportError(f"{path}: no readable episode records{detail}")

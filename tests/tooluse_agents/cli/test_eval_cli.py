@@ -469,7 +469,7 @@ def test_a_config_file_then_the_flags_given_then_key_value_overrides(tmp_path):
         (["--config", str(path), "sampling.temperature=hot"], "sampling.temperature: expected float, got 'hot'"),
         (["--config", str(path), "seeds=three"], "seeds: expected list of int, got 'three'"),
         (["--config", str(path), "protocol.tempalte=native"], "unknown protocol (Knobs) keys: ['tempalte']"),
-        (["--config", str(path), "protocol.template=ctx"], "protocol: template must be one of 'native', 'context'"),
+        (["--config", str(path), "protocol.template=ctx"], "protocol.template must be one of 'native', 'context'"),
         (["--config", str(path), "nmu_envs=2"], "unknown EvalConfig keys: ['nmu_envs']"),
         (["--limit", "2"], "the following arguments are required: --agent (or agent: in --config)"),
     ):
