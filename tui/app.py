@@ -93,7 +93,7 @@ class ToolUseApp(App[None]):
             return self.config.target.mode == "pick" and len(self.screen_stack) > 2
         return True
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:
         """Close the run opened from the run list."""
         if self.check_action("back", ()):
             self.pop_screen()
