@@ -192,14 +192,15 @@ def clean_subset(episodes: Episodes, known_issues: KnownIssues) -> dict[str, Any
     excluded_episodes = 0
     kept = 0
     for ep in as_records(episodes):
-        category, task_id = ep.category, ep.task_id
-        tasks[category].add(task_id)
-        if task_id in known_issues:
-            excluded[category].add(task_id)
-            excluded_episodes += 1
-            continue
-        kept += 1
-        rewards[(category, ep.seed)].append(ep.reward)
+        for task_id, reward in ep.scored():  # an episode's scored questions count one by one, as in `summarize`
+            category = ep.category
+            tasks[category].add(task_id)
+            if task_id in known_issues:
+                excluded[category].add(task_id)
+                excluded_episodes += 1
+                continue
+            kept += 1
+            rewards[(category, ep.seed)].append(reward)
     _, per_category, overall = _accuracy(rewards)
     categories = {}
     for c in sorted(tasks):

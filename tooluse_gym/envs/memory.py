@@ -37,6 +37,7 @@ from tooluse_gym.tasks.bfcl_memory import (
     CATEGORIES,
     EPISODE_UNITS,
     SCENARIOS,
+    MemoryTask,
     backend_name,
     load_memory_tasks,
     write_calls,
@@ -67,14 +68,11 @@ def expand_categories(category: str | Sequence[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _oracle_snapshot(category: str, scenario: str) -> dict[str, Any]:
-    """The memory the scripted write phase leaves for a scenario (BFCL's backend runs its calls)."""
-    from tooluse_gym.tasks.bfcl_memory import _questions
-
-    backend = backend_name(category)
-    task = load_memory_tasks([category], "question")[0]
+def _oracle_snapshot(task: MemoryTask) -> dict[str, Any]:
+    """The memory the scripted write phase leaves for a scenario task (BFCL's backend runs its calls)."""
+    backend, category, scenario = task.backend, task.category, task.scenario
     runtime = ToolRuntime(task, {backend: memory_backend(backend)}, validate=False)
-    for record in runtime.execute(write_calls(backend, _questions(category, scenario))):
+    for record in runtime.execute(write_calls(backend, task.questions)):
         if "error" in record.result.lower():
             raise RuntimeError(f"the scripted write phase failed on {category}/{scenario}: {record.result}")
     return snapshot(runtime.instances[backend])
@@ -140,7 +138,8 @@ def _snapshots(
     if source == "empty":
         return {}, "empty"
     if source == "oracle":
-        return {(c, s): _oracle_snapshot(c, s) for c in categories for s in SCENARIOS}, "oracle"
+        scenarios = load_memory_tasks(categories, "scenario")
+        return {(t.category, t.scenario): _oracle_snapshot(t) for t in scenarios}, "oracle"
     snapshots = read_snapshot_file(source, categories)
     digest = hashlib.sha256(json.dumps(sorted(snapshots.items()), sort_keys=True).encode()).hexdigest()
     return snapshots, f"file:{digest[:16]}"
@@ -174,8 +173,6 @@ def make_memory_env(
     categories = expand_categories(category)
     for c in categories:
         memory_backend(backend_name(c))  # refuses vector without its libraries, before anything is built
-    if snapshot is not None and snapshot not in SNAPSHOT_SOURCES:
-        snapshot = str(snapshot)
     snapshots, source = _snapshots(snapshot, episode, categories)
     tasks = load_memory_tasks(categories, episode, task_ids)
     resolved = DEFAULTS.with_defaults(**knobs)

@@ -17,11 +17,12 @@ from typing import Any
 import yaml
 
 from tooluse_gym.decoding.limits import MAX_SCENARIO_ALIAS_NODES, MAX_SCENARIO_DEPTH
+from tooluse_gym.errors import ToolUseGymError
 
 __all__ = ["YamlLimitError", "expanded_nodes", "load"]
 
 
-class YamlLimitError(ValueError):
+class YamlLimitError(ToolUseGymError, ValueError):
     """The YAML text is past one of the bounds (its message says which)."""
 
 
