@@ -42,7 +42,7 @@ def portable_path(path: str, root: Roots, *, tmp: str | None = None, home: str |
     home = home if home is not None else str(Path.home())
     if path == sys.executable:
         return "python"
-    roots = [str(root)] if isinstance(root, (str, Path)) else [str(r) for r in root]
+    roots = _roots(root)
     for prefix, shown in (*((r, ".") for r in roots), (tmp, "<tmp>"), (home, "~")):
         if path == prefix:
             return shown
@@ -57,12 +57,27 @@ def portable(data: Any, root: Roots, *, tmp: str | None = None, home: str | None
     """`data` (JSON-able) with every machine path in its strings rewritten by `portable_path`."""
     if isinstance(data, str):
         text = data.replace(sys.executable, "python") if sys.executable else data
+        for r in _roots(root):  # the checkout may sit anywhere, not only under MACHINE_DIRS
+            text = re.sub(rf"(?<![\w.~<>$/-]){re.escape(r)}(?=[/\s\"'\\,;:)\]}}>]|$)(?:/[^\s\"'\\,;:)\]}}>]*)?", _relative(r), text)
         return _PATH.sub(lambda m: portable_path(m.group(0), root, tmp=tmp, home=home), text)
     if isinstance(data, Mapping):
         return {k: portable(v, root, tmp=tmp, home=home) for k, v in data.items()}
     if isinstance(data, (list, tuple)):
         return [portable(v, root, tmp=tmp, home=home) for v in data]
     return data
+
+
+def _roots(root: Roots) -> list[str]:
+    roots = [str(root)] if isinstance(root, (str, Path)) else [str(r) for r in root]
+    return [r.rstrip("/") for r in roots if r.rstrip("/")]
+
+
+def _relative(root: str) -> Any:
+    def sub(m: re.Match[str]) -> str:
+        rest = m.group(0)[len(root) :].lstrip("/")
+        return rest or "."
+
+    return sub
 
 
 def machine_paths(data: Any) -> list[str]:

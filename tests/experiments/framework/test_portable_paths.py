@@ -46,3 +46,10 @@ def test_the_result_writer_records_paths_relative_to_the_checkout(tmp_path):
 def test_the_one_off_rewrite_keeps_the_json_otherwise_byte_for_byte():
     text = '{\n "run_dir": "/work/main/runs/x",\n "n": 1.50,\n "tail": "File \\"/work/main/a.py\\""\n}\n'
     assert rewritten(text) == '{\n "run_dir": "runs/x",\n "n": 1.50,\n "tail": "File \\"a.py\\""\n}\n'
+
+
+def test_a_checkout_outside_the_machine_folders_is_still_made_relative():
+    root = "/check/out/tooluse-gym"
+    data = {"run_dir": f"{root}/runs/x", "cmd": f"cd {root} && ls {root}-other/y", "same": root}
+    got = portable(data, root, tmp="/tmp", home="/root")
+    assert got == {"run_dir": "runs/x", "cmd": f"cd . && ls {root}-other/y", "same": "."}
