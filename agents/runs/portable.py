@@ -29,7 +29,9 @@ __all__ = ["MACHINE_DIRS", "machine_paths", "portable", "portable_path"]
 MACHINE_DIRS = ("tmp", "home", "root", "work", "Users", "private", "var", "mnt", "scratch")
 """Top-level folders whose paths name one machine's layout."""
 
-_PATH = re.compile(r"(?<![\w.~<>$/-])/(?:" + "|".join(MACHINE_DIRS) + r")(?:/[^\s\"'\\,;:)\]}>]*)?")
+_END = r"\s\"'\\,;:)\]}>"
+"""Characters that end a path inside a string (a quote, a space, a separator, a closing bracket)."""
+_PATH = re.compile(r"(?<![\w.~<>$/-])/(?:" + "|".join(MACHINE_DIRS) + rf")(?:/[^{_END}]*)?")
 
 
 Roots = str | Path | Sequence[str | Path]
@@ -58,7 +60,7 @@ def portable(data: Any, root: Roots, *, tmp: str | None = None, home: str | None
     if isinstance(data, str):
         text = data.replace(sys.executable, "python") if sys.executable else data
         for r in _roots(root):  # the checkout may sit anywhere, not only under MACHINE_DIRS
-            text = re.sub(rf"(?<![\w.~<>$/-]){re.escape(r)}(?=[/\s\"'\\,;:)\]}}>]|$)(?:/[^\s\"'\\,;:)\]}}>]*)?", _relative(r), text)
+            text = re.sub(rf"(?<![\w.~<>$/-]){re.escape(r)}(?=[/{_END}]|$)(?:/[^{_END}]*)?", _relative(r), text)
         return _PATH.sub(lambda m: portable_path(m.group(0), root, tmp=tmp, home=home), text)
     if isinstance(data, Mapping):
         return {k: portable(v, root, tmp=tmp, home=home) for k, v in data.items()}
