@@ -27,10 +27,10 @@ import gymnasium as gym
 
 from tooluse_gym import __version__
 from tooluse_gym.checking.agentic import ANSWER_CHECKS
+from tooluse_gym.envs.agentic_env import AgenticEnv
 from tooluse_gym.envs.builder import wrap
 from tooluse_gym.envs.ids import MEMORY_ID
 from tooluse_gym.envs.knobs import ENV_DEFAULTS
-from tooluse_gym.envs.memory_env import MemoryEnv
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.bfcl_memory import (
@@ -185,7 +185,14 @@ def make_memory_env(
         tooluse_gym_version=__version__,
         **resolved.card_fields(episode=episode, snapshot=source, answer_check=answer_check),
     )
-    env = MemoryEnv(
-        tasks, knobs=resolved, protocol=card, answer_check=answer_check, snapshots=snapshots, render_mode=render_mode
+    backends = {backend_name(c): memory_backend(backend_name(c)) for c in categories}
+    env = AgenticEnv(
+        tasks,
+        backends=backends,
+        knobs=resolved,
+        protocol=card,
+        answer_check=answer_check,
+        snapshots=snapshots,
+        render_mode=render_mode,
     )
     return wrap(env, resolved)

@@ -30,8 +30,8 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+from tooluse_gym.tasks.agentic import AgenticTask, Question, Segment, answer_message
 from tooluse_gym.tasks.bfcl import _import
-from tooluse_gym.tasks.task import Task
 from tooluse_gym.types import ToolCall
 
 BACKENDS = ("kv", "rec_sum", "vector")
@@ -57,58 +57,24 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class MemoryQuestion:
-    """One scored question: BFCL's id (``memory_kv_0-customer-0``), its user message and its gold answers."""
-
-    task_id: str
-    content: str
-    answers: tuple[str, ...]
-    index: int
+MemoryQuestion = Question
+"""One scored memory question (`tooluse_gym.tasks.agentic.Question`)."""
 
 
 @dataclass(frozen=True)
-class Segment:
-    """One conversation of a memory task: turns ``first_turn`` .. ``first_turn + num_turns - 1``.
-
-    Attributes:
-        kind: ``session`` (a prerequisite session: writes memory, not scored) | ``question``.
-        entry_id: BFCL's id of the entry (``memory_kv_prereq_0-customer-0`` or a question's id).
-        first_turn: The task turn the segment starts at.
-        num_turns: Its user turns.
-        question: The question (``question`` segments).
-    """
-
-    kind: str
-    entry_id: str
-    first_turn: int
-    num_turns: int
-    question: MemoryQuestion | None = None
-
-
-@dataclass(frozen=True)
-class MemoryTask(Task):
-    """A memory task: its segments over the task's turns, its scenario and backend (BFCL's class name).
+class MemoryTask(AgenticTask):
+    """A memory task: sessions then questions over BFCL's memory backend of its category, in one scenario.
 
     ``ground_truth`` holds the scripted reference's calls (the write phase on the first session turn,
     a read call on each question turn); the checker does not compare calls, only answers.
     """
 
     scenario: str = ""
-    backend: str = ""
-    segments: tuple[Segment, ...] = ()
 
-    @property
-    def questions(self) -> tuple[MemoryQuestion, ...]:
-        """The scored questions, in order."""
-        return tuple(s.question for s in self.segments if s.question is not None)
-
-    def segment_at(self, turn: int) -> int:
-        """The index of the segment that holds `turn`."""
-        for i, s in enumerate(self.segments):
-            if s.first_turn <= turn < s.first_turn + s.num_turns:
-                return i
-        raise ValueError(f"task {self.task_id} has no turn {turn}")
+    def system_message(self, segment: Segment, backend: Any) -> str:
+        """BFCL's memory system message: the scenario, the memory's core content, and on questions the format."""
+        dump = backend._dump_core_memory_to_context()
+        return memory_system_prompt(self.category, self.scenario, dump, question=segment.kind == "question")
 
     def reference_reply(self, turn: int, steps_in_turn: int, tool_format: str, messages: Sequence[Mapping]) -> str:
         """The scripted reference's next message: its calls, then on a question the answer it read back."""
@@ -203,9 +169,7 @@ def reference_answer(backend: str, question: MemoryQuestion, messages: Sequence[
         found = _read_back(backend, question, content)
         if found is not None:
             break
-    if found is None:
-        return "{'answer': 'I do not know', 'context': 'I do not know'}"
-    return json.dumps({"answer": found, "context": "read back from memory"})
+    return answer_message(found, "read back from memory")
 
 
 def _read_back(backend: str, question: MemoryQuestion, result: str) -> str | None:

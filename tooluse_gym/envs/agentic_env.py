@@ -1,13 +1,14 @@
-"""`MemoryEnv`: BFCL's memory categories as a Gymnasium environment (`ToolUse-Memory-v0` builds it).
+"""`AgenticEnv`: BFCL's agentic categories as a Gymnasium environment (`ToolUse-Memory-v0`, `ToolUse-WebSearch-v0`).
 
 ## Description
-An episode plays one `tooluse_gym.tasks.bfcl_memory.MemoryTask`: its segments in order, each its own
-conversation. A *session* (BFCL's prerequisite entries) starts from the memory the previous session
-left, with that memory's core content in its system message (BFCL's text), and runs its user turns as
-the multi-turn env does: a message with calls is executed on BFCL's memory backend, a message without
-calls ends the turn. A *question* starts from the final memory of the sessions (``episode="scenario"``)
-or from a given snapshot (``episode="question"``), and is scored by BFCL's agentic checker on its last
-message without calls; what a question writes is dropped, as in BFCL.
+An episode plays one `tooluse_gym.tasks.agentic.AgenticTask`: its segments in order, each its own
+conversation, with the system message the task gives it (BFCL's text). A *session* (memory's
+prerequisite entries) starts from the memory the previous session left and runs its user turns as
+the multi-turn env does: a message with calls is executed on the task's backend, a message without
+calls ends the turn. A *question* starts from the final memory of the sessions (memory,
+``episode="scenario"``), from a given snapshot (``episode="question"``) or from the backend's
+configuration (web search: the search backend the env was built with), and is scored by BFCL's
+agentic checker on its last message without calls; what a question writes is dropped, as in BFCL.
 
 ## Rewards
 0.0 on every step but the last; at the end the fraction of the episode's questions answered
@@ -37,20 +38,21 @@ from tooluse_gym.envs.knobs import Knobs
 from tooluse_gym.envs.tool_env import assistant_message
 from tooluse_gym.protocol import ProtocolCard
 from tooluse_gym.spaces import AssistantAction, Conversation, ToolSchemas
-from tooluse_gym.tasks.bfcl_memory import MemoryTask, Segment, memory_system_prompt
-from tooluse_gym.tools.memory import memory_backend, snapshot
+from tooluse_gym.tasks.agentic import AgenticTask, Segment
+from tooluse_gym.tools.memory import snapshot
 from tooluse_gym.tools.runtime import ToolRuntime
 from tooluse_gym.tools.schemas import openai_tool
 from tooluse_gym.types import ParsedAction, StepRecord
 
-__all__ = ["MemoryEnv"]
+__all__ = ["AgenticEnv"]
 
 
-class MemoryEnv(TaskEnv):
-    """BFCL memory sessions and questions over BFCL's memory backends, scored by its agentic checker.
+class AgenticEnv(TaskEnv):
+    """BFCL agentic sessions and questions over the tasks' backends, scored by BFCL's agentic checker.
 
     Args:
-        tasks: The memory tasks.
+        tasks: The agentic tasks.
+        backends: BFCL class name -> the class the env instantiates for it (a memory backend, a search backend).
         knobs: The protocol knobs (the base env applies ``decoder``, ``tool_format``, ``validate_args``
             and ``max_steps_per_turn``; the wrappers the rest).
         protocol: The protocol card.
@@ -63,8 +65,9 @@ class MemoryEnv(TaskEnv):
 
     def __init__(
         self,
-        tasks: Sequence[MemoryTask],
+        tasks: Sequence[AgenticTask],
         *,
+        backends: Mapping[str, type],
         knobs: Knobs,
         protocol: ProtocolCard,
         answer_check: str = "bfcl",
@@ -72,10 +75,11 @@ class MemoryEnv(TaskEnv):
         render_mode: str | None = None,
     ):
         if not tasks:
-            raise ValueError("MemoryEnv needs at least one task")
+            raise ValueError("AgenticEnv needs at least one task")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.tasks = list(tasks)
+        self.backends = dict(backends)
         self.knobs = knobs
         self.protocol = protocol
         self._protocol_dict = protocol.to_dict()
@@ -84,7 +88,7 @@ class MemoryEnv(TaskEnv):
         self.render_mode = render_mode
         self.action_space = AssistantAction(MAX_MESSAGE_CHARS)
         self.observation_space = spaces.Dict({"messages": Conversation(), "tools": ToolSchemas()})
-        self.task: MemoryTask | None = None
+        self.task: AgenticTask | None = None
         self.turn = self.steps_in_turn = self.segment = 0
         self._done = True
 
@@ -93,10 +97,10 @@ class MemoryEnv(TaskEnv):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start an episode on ``options["task_id"]`` or a task drawn with the seed, at its first segment."""
         task = self.task = self.draw_task(seed, options)  # type: ignore[assignment]
-        assert isinstance(task, MemoryTask)
+        assert isinstance(task, AgenticTask)
         self._decoder = decoder_for(self.knobs, task)
         self._tools = [openai_tool(d) for d in task.functions]
-        start = self._snapshots.get((task.category, task.scenario))
+        start = self._snapshots.get((task.category, getattr(task, "scenario", "")))
         self._memory: dict[str, Any] | None = dict(start) if start is not None else None
         self._final: dict[str, Any] | None = None  # the memory every question starts from
         self.call_records = {}
@@ -115,7 +119,7 @@ class MemoryEnv(TaskEnv):
         if self._done:
             raise gym.error.ResetNeeded("the episode has ended; call reset() before step()")
         task = self.episode_task()
-        assert isinstance(task, MemoryTask)
+        assert isinstance(task, AgenticTask)
         parsed: ParsedAction = self._decoder.decode(action)
         self.messages.append(assistant_message(action, parsed, self.turn, self.steps_in_turn))
         answered = len(self.messages)
@@ -159,7 +163,7 @@ class MemoryEnv(TaskEnv):
 
     def _start_segment(self, index: int) -> None:
         task = self.episode_task()
-        assert isinstance(task, MemoryTask)
+        assert isinstance(task, AgenticTask)
         segment = task.segments[index]
         self.segment = index
         self.turn = segment.first_turn
@@ -167,19 +171,18 @@ class MemoryEnv(TaskEnv):
         if segment.kind == "question" and self._final is None:  # where the sessions ended (or the given snapshot)
             self._final = self._memory
         start = self._final if segment.kind == "question" else self._memory
-        loaded = dataclasses.replace(task, initial_config={task.backend: dict(start or {})})
+        config = {**task.initial_config.get(task.backend, {}), **(start or {})}
+        loaded = dataclasses.replace(task, initial_config={task.backend: config})
         self.runtime = ToolRuntime(
-            loaded, {task.backend: memory_backend(task.backend)}, validate=self.knobs.validates_args
+            loaded, {task.backend: self.backends[task.backend]}, validate=self.knobs.validates_args
         )
-        instance = self.runtime.instances[task.backend]
-        dump = instance._dump_core_memory_to_context()
-        system = memory_system_prompt(task.category, task.scenario, dump, question=segment.kind == "question")
+        system = task.system_message(segment, self.runtime.instances[task.backend])
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         self.messages.extend(dict(m) for m in task.turns[self.turn])
 
     def _end_segment(self, segment: Segment, last_text: str | None, *, forced: bool) -> None:
         task = self.episode_task()
-        assert isinstance(task, MemoryTask)
+        assert isinstance(task, AgenticTask)
         if segment.question is None:
             self._memory = snapshot(self.runtime.instances[task.backend])
             self.verdicts.append(
@@ -205,6 +208,10 @@ class MemoryEnv(TaskEnv):
                 {"role": "tool", "tool_call_id": call_id, "name": record.call.name, "content": record.result}
             )
         return tuple(r.result for r in records)
+
+    def _backend_report(self) -> dict[str, Any] | None:
+        report = getattr(self.runtime.instances[self.episode_task().backend], "report", None)  # type: ignore[attr-defined]
+        return report() if callable(report) else None
 
     def _obs(self) -> dict[str, Any]:
         return {"messages": list(self.messages), "tools": list(self._tools)}
@@ -233,6 +240,9 @@ class MemoryEnv(TaskEnv):
             "questions": list(self.questions),
             "reward": reward,
         }
+        report = self._backend_report()
+        if report is not None:
+            checker["backend"] = report
         self.result = _Verdict(failed is None and bool(self.questions), failed["error_type"] if failed else None)
         info["checker"] = checker
         info["tooluse"] = {
