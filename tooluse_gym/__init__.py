@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from gymnasium.envs.registration import register, registry
 
-from tooluse_gym.envs.ids import MEMORY_ID, MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID, TASKS_ID
+from tooluse_gym.envs.ids import MEMORY_ID, MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID, TASKS_ID, WEB_SEARCH_ID
 
 __version__ = "0.1.0"
 
@@ -30,6 +30,7 @@ _ENV_IDS = {
     SCENARIO_ID: "tooluse_gym.envs.scenario:make_scenario_env",
     TASKS_ID: "tooluse_gym.envs.builder:make_task_env",
     MEMORY_ID: "tooluse_gym.envs.memory:make_memory_env",
+    WEB_SEARCH_ID: "tooluse_gym.envs.web_search:make_web_search_env",
 }
 for _id, _entry_point in _ENV_IDS.items():
     if _id not in registry:

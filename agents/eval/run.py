@@ -19,9 +19,10 @@ import tooluse_gym  # noqa: F401  (registers the env ids)
 from tooluse_agents.backends import factory as backends
 from tooluse_agents.backends.base import Agent, Generation, SamplingConfig
 from tooluse_agents.backends.factory import BACKENDS, BackendSpec
+from tooluse_agents.eval.plan import env_of_task_id, group_task_ids
 from tooluse_agents.progress import progress_bar
 from tooluse_agents.rollout.loop import Episode, RolloutJob, resolve_schedule, run_rollouts
-from tooluse_agents.runs.bfcl_scores import format_bfcl_table
+from tooluse_agents.runs.bfcl_scores import format_bfcl_table, web_search_note
 from tooluse_agents.runs.jsonl import JsonlWriter
 from tooluse_agents.runs.records import EpisodeRecord, read_episodes
 from tooluse_agents.runs.report import write_run_report
@@ -37,16 +38,15 @@ from tooluse_agents.runs.results import (
 )
 from tooluse_agents.runs.rundir import RunConflict, RunDir
 from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID
-from tooluse_gym.envs.ids import MEMORY_ID, SINGLE_TURN_ID
+from tooluse_gym.envs.ids import MEMORY_ID, SINGLE_TURN_ID, WEB_SEARCH_ID
 from tooluse_gym.envs.knobs import Knobs, env_defaults
 from tooluse_gym.envs.memory import expand_categories as expand_memory
 from tooluse_gym.envs.settings import DEFAULT_CATEGORIES, env_groups
 from tooluse_gym.envs.tool_env import protocol_card
+from tooluse_gym.envs.web_search import SEARCH_BACKENDS, search_settings
 from tooluse_gym.protocol import ProtocolCard
-from tooluse_gym.tasks import bfcl, bfcl_single_turn, select_tasks
-from tooluse_gym.tasks.bfcl_memory import load_memory_tasks
+from tooluse_gym.tasks import bfcl, bfcl_single_turn
 from tooluse_gym.tasks.known_issues import KnownIssues, load_known_issues
-from tooluse_gym.tasks.task import Task
 
 ENV_ID = MULTI_TURN_ID
 SCENARIO_ENV_ID = SCENARIO_ID
@@ -110,6 +110,10 @@ class EvalConfig:
         text_replies: ``openai`` agent, requests that carry ``tools``: ``decode``: a reply without structured
             calls is text the env reads calls from | ``fc``: it is a function-calling response with no
             calls, as BFCL's FC handlers read it (`tooluse_agents.backends.openai_compat.OpenAIAgentConfig`).
+        search: Web-search categories' search backend (`tooluse_gym.envs.web_search`): a recording file to
+            replay | ``serpapi`` (BFCL's own, live; needs ``SERPAPI_API_KEY``) | ``gold-hops`` (synthetic,
+            not a BFCL score). Required when the run plays web search; scores compare within one backend.
+        record_search: With ``search`` ``serpapi``: append every query and page it answers to this recording.
     """
 
     agent: str
@@ -127,6 +131,8 @@ class EvalConfig:
     dtype: str = "auto"
     tensor_parallel_size: int = 1
     text_replies: str = "decode"
+    search: str | None = None
+    record_search: str | None = None
 
     def __post_init__(self) -> None:
         if self.agent not in AGENTS:
@@ -158,6 +164,19 @@ class EvalConfig:
             raise ValueError(f"--tensor-parallel-size {self.tensor_parallel_size}: a vllm agent's GPU count, >= 1")
         if self.text_replies not in ("decode", "fc") or (self.text_replies != "decode" and self.agent != "openai"):
             raise ValueError(f"--text-replies {self.text_replies}: decode, or fc with the openai agent")
+        if any(env_id == WEB_SEARCH_ID for env_id, _ in self.env_groups):
+            if self.search is None:
+                raise ValueError(
+                    "web-search categories need --search: a recording file to replay, serpapi (BFCL's own, live; "
+                    "needs SERPAPI_API_KEY; --record-search FILE keeps what it answered) or gold-hops (synthetic, "
+                    "offline; not a BFCL score). Scores compare only within one search backend and recording"
+                )
+            kwargs = self._search_kwargs()
+            if kwargs["record_to"] is not None and kwargs["search_backend"] != "serpapi":
+                raise ValueError("--record-search records a live backend's answers: use it with --search serpapi")
+            search_settings(kwargs["search_backend"], kwargs["recording"], None)  # refused up front, nothing written
+        elif self.search is not None or self.record_search is not None:
+            raise ValueError("--search and --record-search are for web-search categories (web_search, ...)")
 
     def to_dict(self) -> dict[str, Any]:
         """The configuration as `run.json` holds it (a run resumes only under an equal one)."""
@@ -168,6 +187,9 @@ class EvalConfig:
             del data["tensor_parallel_size"]
         if data["text_replies"] == "decode":  # the same
             del data["text_replies"]
+        for key in ("search", "record_search"):  # the same
+            if data[key] is None:
+                del data[key]
         return json.loads(json.dumps(data))
 
     def backend(self) -> BackendSpec:
@@ -196,23 +218,26 @@ class EvalConfig:
         """The env id the run plays (the first, when its categories span several: `env_groups`)."""
         return self.env_groups[0][0]
 
+    def _search_kwargs(self) -> dict[str, Any]:
+        """``search`` and ``record_search`` as `make_web_search_env` takes them."""
+        named = self.search in SEARCH_BACKENDS
+        return {
+            "search_backend": self.search if named else None,
+            "recording": None if named else self.search,
+            "record_to": self.record_search,
+        }
+
     def env_kwargs(self, env_id: str | None = None) -> dict[str, Any]:
         """`gym.make` arguments besides the protocol knobs and task ids (of `env_id`, by default the run's first)."""
         if self.scenarios:
             return {"path": list(self.scenarios)}
+        if (env_id or self.env_id) == WEB_SEARCH_ID:
+            return {"category": DEFAULT_CATEGORIES[WEB_SEARCH_ID][1], **self._search_kwargs()}
         return {"category": DEFAULT_CATEGORIES[env_id or self.env_id][1]}  # every category: the task ids pick
 
 
 _SHOWN_DISAGREEMENTS = 50
 """Disagreements `compare_runs` lists in its text (its data holds them all)."""
-
-
-def env_of_task_id(task_id: str) -> str:
-    """The BFCL env a task id belongs to, by its category prefix (multi-turn when no other matches)."""
-    if task_id.startswith("memory_"):
-        return MEMORY_ID
-    prefix = task_id.split("-", 1)[0].rsplit("_", 1)[0]
-    return SINGLE_TURN_ID if prefix in bfcl_single_turn.CATEGORIES else MULTI_TURN_ID
 
 
 def check_seeds(seeds: Sequence[int], flag: str = "--seeds") -> None:
@@ -242,38 +267,6 @@ def _resumable(data: Mapping[str, Any]) -> dict[str, Any]:
     with contextlib.suppress(TypeError, ValueError):  # a knob this version does not know: no equal configuration
         out["protocol"] = env_defaults(env_id).with_defaults(**out.get("protocol", {})).to_dict()
     return out
-
-
-def eval_task_ids(
-    categories: Sequence[str] | None, limit: int | None, scenarios: Sequence[str] | None = None
-) -> list[str]:
-    """Task ids per category (in the source's order); with `limit`, that many evenly spaced over each category.
-
-    Categories of several envs (`env_groups`) give each env's ids in turn.
-    """
-    groups = env_groups(categories, scenarios)
-    return [t for env_id, names in groups for t in _group_task_ids(env_id, names or None, limit, scenarios)]
-
-
-def _group_task_ids(
-    env_id: str, categories: Sequence[str] | None, limit: int | None, scenarios: Sequence[str] | None
-) -> list[str]:
-    if scenarios:
-        from tooluse_gym.tasks.scenario import load_scenarios
-
-        tasks = load_scenarios(list(scenarios))
-    elif env_id == MEMORY_ID:
-        categories = expand_memory(list(categories or ()))
-        tasks = list[Task](load_memory_tasks(categories))
-    elif env_id == SINGLE_TURN_ID:
-        categories = list(dict.fromkeys(n for c in categories or () for n in bfcl_single_turn.category_names(c)))
-        tasks = [t for c in categories for t in bfcl_single_turn.load_single_turn_tasks(c)]
-    else:
-        categories = [bfcl.normalize_category(c) for c in categories if c != "all"] if categories else None
-        categories = None if categories == [] else categories
-        tasks = [t for c in dict.fromkeys(categories or bfcl.CATEGORIES) for t in bfcl.load_bfcl_tasks(c)]
-    selected = select_tasks(tasks, categories=categories or None, limit=limit, limit_per="category")
-    return [t.task_id for t in selected]
 
 
 def make_agent(config: EvalConfig, progress: bool = True) -> Agent:
@@ -335,7 +328,7 @@ def run_eval(
         plan = [(e, [t for t in config.task_ids if env_of_task_id(t) == e]) for e, _ in config.env_groups]
     else:
         plan = [
-            (env_id, _group_task_ids(env_id, names or None, config.limit, config.scenarios))
+            (env_id, group_task_ids(env_id, names or None, config.limit, config.scenarios))
             for env_id, names in config.env_groups
         ]
     task_ids = [t for _, ids in plan for t in ids]
@@ -374,7 +367,9 @@ def run_eval(
         "summary": summary,
     }
     (out / "results.json").write_text(json.dumps(results, indent=2))
-    write_run_report(out, summary, card.to_dict(), agent_info, dataclasses.asdict(config.sampling))
+    note = web_search_note([c.to_dict() for c in cards.values()])
+    sampling = dataclasses.asdict(config.sampling)
+    write_run_report(out, summary, card.to_dict(), agent_info, sampling, notes=[note] if note else ())
     return results
 
 
@@ -583,4 +578,6 @@ def results_table(results: Mapping[str, Any]) -> str:
         table += "\n\n" + format_pass_table(summary)
     if summary.get("clean"):
         table += "\n\n" + clean_caption(summary) + "\n\n" + format_clean_table(summary)
-    return table
+    cards = list((results.get("protocols") or {}).values()) or [results.get("protocol") or {}]
+    note = web_search_note(cards)
+    return table + ("\n\n" + note if note else "")

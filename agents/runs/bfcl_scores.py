@@ -48,6 +48,7 @@ BFCL_EVAL_VERSION = "2026.3.23"
 MULTI_TURN_ENV_ID = "ToolUse-MultiTurn-v0"
 SINGLE_TURN_ENV_ID = "ToolUse-SingleTurn-v0"
 MEMORY_ENV_ID = "ToolUse-Memory-v0"
+WEB_SEARCH_ENV_ID = "ToolUse-WebSearch-v0"
 """The env ids whose runs are BFCL runs (`tooluse_gym.envs.ids`; a test checks they agree)."""
 
 Combine = Literal["mean", "entries", "weights"]
@@ -225,7 +226,7 @@ def bfcl_category(env_id: str | None, category: str) -> str | None:
     """BFCL's name for an episode's category in a run of `env_id`; None outside BFCL's envs."""
     if env_id == MULTI_TURN_ENV_ID:
         return category if category.startswith("multi_turn_") else f"multi_turn_{category}"
-    if env_id in (SINGLE_TURN_ENV_ID, MEMORY_ENV_ID):
+    if env_id in (SINGLE_TURN_ENV_ID, MEMORY_ENV_ID, WEB_SEARCH_ENV_ID):
         return category
     return None
 
@@ -269,6 +270,29 @@ def format_bfcl_table(summary: Mapping[str, Any]) -> str:
     if absent:
         lines += ["", "Categories not run: " + "; ".join(absent) + "."]
     return "\n".join(lines)
+
+
+def web_search_note(cards: Sequence[Mapping[str, Any]]) -> str | None:
+    """What every printed web-search score must say: which search backend answered, and what that allows.
+
+    `cards` are a run's protocol cards (as dicts); None when none of them plays web search.
+    """
+    notes = []
+    for card in cards:
+        if card.get("env_id") != WEB_SEARCH_ENV_ID:
+            continue
+        extra = card.get("extra") or {}
+        backend, digest, dates = extra.get("search_backend"), extra.get("recording"), extra.get("recorded")
+        what = f"search backend {backend}" + (f", recording {digest}" if digest else "")
+        what += f", recorded {dates}" if dates else ""
+        synthetic = " (synthetic pages built from BFCL's gold hops: not a BFCL score)" if backend == "gold-hops" else ""
+        notes.append(what + synthetic)
+    if not notes:
+        return None
+    return (
+        "Web search answered by " + "; ".join(notes) + ". Web-search scores compare only within one search "
+        "backend and recording (a live backend: one day)."
+    )
 
 
 def _pct(value: float | None) -> str:

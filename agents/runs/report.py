@@ -46,8 +46,9 @@ def write_run_report(
     protocol: Mapping[str, Any],
     agent: Mapping[str, Any],
     sampling: Mapping[str, Any],
+    notes: Sequence[str] = (),
 ) -> Path:
-    """Write ``report.md`` and ``accuracy.png`` into a run folder."""
+    """Write ``report.md`` and ``accuracy.png`` into a run folder (`notes`: paragraphs shown under the table)."""
     accuracy_figure(summary, out / "accuracy.png", f"{agent.get('name')} {agent.get('model', '')}".strip())
     card = {k: v for k, v in protocol.items() if k != "seed"}
     errors = {**summary["agent_errors"]}
@@ -61,6 +62,7 @@ def write_run_report(
         "",
         format_table(summary),
         "",
+        *(line for note in notes for line in (note, "")),
         "![accuracy](accuracy.png)",
         "",
         *bfcl_scores_section(summary),

@@ -21,7 +21,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
-from tooluse_gym.envs.ids import MEMORY_ID, MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID, TASKS_ID
+from tooluse_gym.envs.ids import MEMORY_ID, MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID, TASKS_ID, WEB_SEARCH_ID
 from tooluse_gym.prompts import SYSTEM_PROMPTS, SystemPromptSpec, system_prompt_spec
 from tooluse_gym.protocol import MAX_STEPS_PER_TURN, sha256_text
 
@@ -252,6 +252,8 @@ ENV_DEFAULTS: Mapping[str, Knobs] = MappingProxyType(
         SINGLE_TURN_ID: Knobs(),
         # BFCL's memory protocol: its prompt, Python calls, decoded and executed as in multi-turn
         MEMORY_ID: Knobs(),
+        # BFCL's web-search protocol: the same (the search backend is the env's own setting, on the card)
+        WEB_SEARCH_ID: Knobs(),
         # tasks of your own have no official score to match, and training gets a denser signal when
         # each malformed call is answered with its own error
         SCENARIO_ID: Knobs(decoder="lenient"),

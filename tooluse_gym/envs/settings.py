@@ -17,24 +17,27 @@ from typing import Any
 
 import gymnasium as gym
 
-from tooluse_gym.envs.ids import MEMORY_ID, MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
-from tooluse_gym.tasks import bfcl, bfcl_memory, bfcl_single_turn
+from tooluse_gym.envs.ids import MEMORY_ID, MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID, WEB_SEARCH_ID
+from tooluse_gym.tasks import bfcl, bfcl_memory, bfcl_single_turn, bfcl_web_search
 
 __all__ = ["BFCL_ALL", "DEFAULT_CATEGORIES", "SETTINGS_ENV_IDS", "EnvSettings", "env_groups", "env_id_for", "make_env"]
 
-SETTINGS_ENV_IDS = (MULTI_TURN_ID, SINGLE_TURN_ID, MEMORY_ID, SCENARIO_ID)
+SETTINGS_ENV_IDS = (MULTI_TURN_ID, SINGLE_TURN_ID, MEMORY_ID, WEB_SEARCH_ID, SCENARIO_ID)
 """The env ids built from JSON-able settings (``ToolUse-Tasks-v0`` takes a `TaskPool` object)."""
 
 DEFAULT_CATEGORIES: Mapping[str, tuple[str, str]] = {
     MULTI_TURN_ID: ("base", "all"),
     SINGLE_TURN_ID: ("simple_python", "single_turn"),
     MEMORY_ID: ("memory_kv", "memory"),
+    WEB_SEARCH_ID: ("web_search", "web_search"),
 }
 """Each BFCL env id's category when none is given: without task ids, and with them (every category)."""
 
 
 BFCL_ALL = "bfcl"
-"""The category name for every BFCL category this package plays: single-turn, multi-turn and memory."""
+"""The category name for every BFCL category this package plays offline: single-turn, multi-turn and memory.
+
+Web search is named on its own (``web_search``): it needs a search backend, which is the run's choice."""
 _EVERY = ((SINGLE_TURN_ID, "single_turn"), (MULTI_TURN_ID, "all"), (MEMORY_ID, "memory"))
 
 
@@ -42,8 +45,9 @@ def env_groups(categories: Sequence[str] | None, scenarios: Sequence[str] | None
     """The envs a run plays, each with its share of `categories`, in the order the categories name them.
 
     Scenarios play the scenario env; a BFCL single-turn category or group plays ``ToolUse-SingleTurn-v0``,
-    a memory one ``ToolUse-Memory-v0``, any other multi-turn BFCL (checked where it is loaded);
-    ``bfcl`` (`BFCL_ALL`) names all three. No categories: BFCL multi-turn.
+    a memory one ``ToolUse-Memory-v0``, a web-search one ``ToolUse-WebSearch-v0``, any other multi-turn
+    BFCL (checked where it is loaded); ``bfcl`` (`BFCL_ALL`) names the first three. No categories: BFCL
+    multi-turn.
     """
     if scenarios:
         return [(SCENARIO_ID, tuple(categories or ()))]
@@ -54,6 +58,8 @@ def env_groups(categories: Sequence[str] | None, scenarios: Sequence[str] | None
                 groups.setdefault(env_id, []).append(every)
         elif category in bfcl_memory.CATEGORIES or category == "memory":
             groups.setdefault(MEMORY_ID, []).append(category)
+        elif category in bfcl_web_search.CATEGORIES or category == bfcl_web_search.GROUP:
+            groups.setdefault(WEB_SEARCH_ID, []).append(category)
         elif category in bfcl_single_turn.GROUPS or category in bfcl_single_turn.CATEGORIES:
             groups.setdefault(SINGLE_TURN_ID, []).append(category)
         elif category == "all" or category.removeprefix("multi_turn_") in bfcl.CATEGORIES:
@@ -69,7 +75,8 @@ def known_categories() -> tuple[str, ...]:
     """Every name `env_groups` takes: BFCL's categories and groups of each env, and `BFCL_ALL`."""
     multi = (*bfcl.CATEGORIES, *(f"multi_turn_{c}" for c in bfcl.CATEGORIES), "all")
     single = (*bfcl_single_turn.CATEGORIES, *bfcl_single_turn.GROUPS)
-    return (BFCL_ALL, *single, *multi, *bfcl_memory.CATEGORIES, "memory")
+    web = (*bfcl_web_search.CATEGORIES, bfcl_web_search.GROUP)
+    return (BFCL_ALL, *single, *multi, *bfcl_memory.CATEGORIES, "memory", *web)
 
 
 def unknown_category_message(category: str) -> str:
@@ -79,7 +86,8 @@ def unknown_category_message(category: str) -> str:
     return (
         f"unknown BFCL category {category!r}; {hint}single-turn: {', '.join(bfcl_single_turn.CATEGORIES)} "
         f"(groups {', '.join(bfcl_single_turn.GROUPS)}); multi-turn: {', '.join(bfcl.CATEGORIES)}, all; "
-        f"memory: {', '.join(bfcl_memory.CATEGORIES)}, memory; every one: {BFCL_ALL}"
+        f"memory: {', '.join(bfcl_memory.CATEGORIES)}, memory; web search: {', '.join(bfcl_web_search.CATEGORIES)}, "
+        f"{bfcl_web_search.GROUP}; every one that runs offline: {BFCL_ALL}"
     )
 
 
@@ -97,8 +105,9 @@ class EnvSettings:
     """An env as data: what `make` passes to ``gymnasium.make``.
 
     Attributes:
-        env_id: ``ToolUse-MultiTurn-v0`` (BFCL multi-turn), ``ToolUse-SingleTurn-v0`` (BFCL single-turn)
-            or ``ToolUse-Scenario-v0`` (scenario files).
+        env_id: ``ToolUse-MultiTurn-v0`` (BFCL multi-turn), ``ToolUse-SingleTurn-v0`` (BFCL single-turn),
+            ``ToolUse-Memory-v0``, ``ToolUse-WebSearch-v0`` (BFCL's agentic categories; their own settings,
+            such as web search's ``search_backend``, go in `knobs`) or ``ToolUse-Scenario-v0`` (scenario files).
         category: The BFCL category or group: multi-turn ``base``, ``miss_func``, ``miss_param``,
             ``long_context``, ``all``; single-turn ``simple_python`` ... ``live_relevance``, ``non_live``,
             ``live``, ``single_turn``. BFCL only. Unset: every category when `task_ids` are given (they

@@ -12,8 +12,10 @@ from tooluse_agents.runs.bfcl_scores import (
     CATEGORIES,
     ENTRIES,
     FORMULAS,
+    MEMORY_ENV_ID,
     MULTI_TURN_ENV_ID,
     SINGLE_TURN_ENV_ID,
+    WEB_SEARCH_ENV_ID,
     bfcl_scores,
     format_bfcl_table,
     shown_scores,
@@ -174,9 +176,10 @@ def test_a_run_shows_the_scores_it_has_an_input_of_and_overall():
 
 
 def test_env_ids_are_the_envs():
-    from tooluse_gym.envs.ids import MULTI_TURN_ID, SINGLE_TURN_ID
+    from tooluse_gym.envs.ids import MEMORY_ID, MULTI_TURN_ID, SINGLE_TURN_ID, WEB_SEARCH_ID
 
-    assert (MULTI_TURN_ENV_ID, SINGLE_TURN_ENV_ID) == (MULTI_TURN_ID, SINGLE_TURN_ID)
+    ours = (MULTI_TURN_ENV_ID, SINGLE_TURN_ENV_ID, MEMORY_ENV_ID, WEB_SEARCH_ENV_ID)
+    assert ours == (MULTI_TURN_ID, SINGLE_TURN_ID, MEMORY_ID, WEB_SEARCH_ID)
 
 
 def ep(category, seed, reward, env_id, task_id="t"):
