@@ -20,6 +20,7 @@ from tooluse_agents.backends import factory as backends
 from tooluse_agents.backends.base import Agent, Generation, SamplingConfig
 from tooluse_agents.backends.factory import BACKENDS, BackendSpec
 from tooluse_agents.eval.plan import env_of_task_id, group_task_ids
+from tooluse_agents.eval.plan import eval_task_ids as eval_task_ids  # re-exported: callers import it from here
 from tooluse_agents.progress import progress_bar
 from tooluse_agents.rollout.loop import Episode, RolloutJob, resolve_schedule, run_rollouts
 from tooluse_agents.runs.bfcl_scores import format_bfcl_table, web_search_note
