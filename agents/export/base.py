@@ -38,11 +38,14 @@ _SHOWN_MISMATCHES = 10
 def bfcl_folder(category: str) -> str:
     """BFCL's folder for a test category's result and score files (bfcl_eval's ``get_directory_structure_by_category``).
 
-    ``memory_kv`` -> ``agentic/memory/kv``; ``multi_turn_base`` -> ``multi_turn``; ``live_simple`` -> ``live``;
+    ``memory_kv`` -> ``agentic/memory/kv``; ``web_search_base`` -> ``agentic``; ``multi_turn_base`` ->
+    ``multi_turn``; ``live_simple`` -> ``live``;
     any other single-turn category -> ``non_live``.
     """
     if category.startswith("memory_"):
         return f"agentic/memory/{category.removeprefix('memory_').removesuffix('_prereq')}"
+    if category.startswith("web_search"):
+        return "agentic"
     if category.startswith("multi_turn_"):
         return "multi_turn"
     return "live" if category.startswith("live_") else "non_live"

@@ -63,9 +63,18 @@ from tooluse_gym.checking.agentic import AgenticVerdict, agentic_check
 from tooluse_gym.envs import MEMORY_ID
 from tooluse_gym.protocol import MAX_STEPS_PER_TURN
 from tooluse_gym.tasks import bfcl
-from tooluse_gym.tasks.bfcl_memory import CATEGORIES, MemoryTask, Segment, load_memory_tasks
+from tooluse_gym.tasks.agentic import AgenticTask, Segment
+from tooluse_gym.tasks.bfcl_memory import CATEGORIES, MemoryTask, load_memory_tasks
 
-__all__ = ["FORMAT", "bfcl_verdict", "is_memory_episode", "played_segments", "question_result"]
+__all__ = [
+    "FORMAT",
+    "agentic_warnings",
+    "bfcl_verdict",
+    "is_memory_episode",
+    "played_segments",
+    "question_result",
+    "write_lines",
+]
 
 _SHOWN = 5
 
@@ -92,7 +101,7 @@ class PlayedSegment:
     memory: Mapping[str, Any] | None = None
 
 
-def played_segments(record: EpisodeRecord, task: MemoryTask) -> list[PlayedSegment]:
+def played_segments(record: EpisodeRecord, task: AgenticTask) -> list[PlayedSegment]:
     """Each segment of the episode's task with the turns played for it (up to the turn of its verdict)."""
     ended: dict[str, Mapping[str, Any]] = {}
     for turn in record.turns:
@@ -179,7 +188,24 @@ def _task_of(tasks: Mapping[tuple[str, str], MemoryTask], record: EpisodeRecord)
     return tasks[(_episode_unit(record), record.task_id)]
 
 
+def agentic_warnings(records: Sequence[EpisodeRecord]) -> list[str]:
+    """What in an agentic run's protocol BFCL does otherwise: decoder, answer check, step limit, data version."""
+    return list(_agentic_warnings(records).values())
+
+
 def _protocol_warnings(records: Sequence[EpisodeRecord]) -> list[str]:
+    found = _agentic_warnings(records)
+    for r in records:
+        if _episode_unit(r) == "question":
+            extra: Mapping[str, Any] = r.protocol["extra"] if isinstance(r.protocol.get("extra"), Mapping) else {}
+            found["question"] = (
+                f"question episodes were asked from a given memory (snapshot={extra.get('snapshot')!r}), not from "
+                "sessions the model played: their answers are exported alone, without prerequisite results or snapshots"
+            )
+    return list(found.values())
+
+
+def _agentic_warnings(records: Sequence[EpisodeRecord]) -> dict[str, str]:
     found: dict[str, str] = {}
     installed = bfcl.bfcl_version()
     for r in records:
@@ -200,12 +226,7 @@ def _protocol_warnings(records: Sequence[EpisodeRecord]) -> list[str]:
             found["steps"] = f"the run allowed {steps} steps per turn; BFCL force-quits after {MAX_STEPS_PER_TURN}"
         if p.get("bfcl_version") and p["bfcl_version"] != installed:
             found["version"] = f"the run used bfcl-eval {p['bfcl_version']}; BFCL here is {installed}"
-        if _episode_unit(r) == "question":
-            found["question"] = (
-                f"question episodes were asked from a given memory (snapshot={extra.get('snapshot')!r}), not from "
-                "sessions the model played: their answers are exported alone, without prerequisite results or snapshots"
-            )
-    return list(found.values())
+    return found
 
 
 def _verdict_warnings(
@@ -239,7 +260,8 @@ def _order(entry_id: str) -> int:
     return int(entry_id.rsplit("_", 1)[-1].split("-", 1)[0])
 
 
-def _write_lines(path: Path, lines: list[tuple[str, Any]]) -> None:
+def write_lines(path: Path, lines: list[tuple[str, Any]]) -> None:
+    """One BFCL result file: ``{"id", "result"}`` lines in BFCL's order of the ids."""
     # ASCII JSON (json.dumps' default): BFCL opens the files in the locale's encoding
     text = "\n".join(json.dumps({"id": i, "result": r}) for i, r in sorted(lines, key=lambda x: _order(x[0])))
     path.write_text(text + "\n", encoding="utf-8")
@@ -274,9 +296,9 @@ def _write_root(root: Path, target: Target, records: Sequence[EpisodeRecord]) ->
     for category in categories:
         folder = root / "result" / target.directory / bfcl_folder(category)
         folder.mkdir(parents=True, exist_ok=True)
-        _write_lines(folder / f"BFCL_v4_{category}_result.json", questions[category])
+        write_lines(folder / f"BFCL_v4_{category}_result.json", questions[category])
         if sessions[category]:
-            _write_lines(folder / f"BFCL_v4_{category}_prereq_result.json", sessions[category])
+            write_lines(folder / f"BFCL_v4_{category}_prereq_result.json", sessions[category])
     return tuple(categories)
 
 

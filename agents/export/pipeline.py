@@ -17,13 +17,13 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from tooluse_agents.export import memory, multi_turn, single_turn
+from tooluse_agents.export import memory, multi_turn, single_turn, web_search
 from tooluse_agents.export.base import BfclCommand, BfclExport, ExportFormat, failed_inference, target_reason
 from tooluse_agents.export.evaluator import evaluator_program, missing_evaluator_packages
 from tooluse_agents.export.folders import ExportError, prepare_out, read_run, run_setting
 from tooluse_agents.runs.records import EpisodeRecord
 
-FORMATS: tuple[ExportFormat, ...] = (multi_turn.FORMAT, single_turn.FORMAT, memory.FORMAT)
+FORMATS: tuple[ExportFormat, ...] = (multi_turn.FORMAT, single_turn.FORMAT, memory.FORMAT, web_search.FORMAT)
 """The env families a run can be exported from, asked in this order."""
 
 
