@@ -80,4 +80,4 @@ def answer_message(answer: str | None, context: str) -> str:
     """A final reply in BFCL's agentic answer format (``I do not know`` when `answer` is None)."""
     if answer is None:
         return "{'answer': 'I do not know', 'context': 'I do not know'}"
-    return json.dumps({"answer": answer, "context": context})
+    return json.dumps({"answer": answer, "context": context}, ensure_ascii=False)
