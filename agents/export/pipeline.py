@@ -1,8 +1,9 @@
 """The one BFCL export pipeline: a run's episodes as BFCL result files, scored by BFCL's own `bfcl evaluate`.
 
-`export_bfcl(run, out)` reads ``RUN/episodes.jsonl``, picks the format of the run's env family
+`export_bfcl(run, out)` reads ``RUN/episodes.jsonl``, picks the format of each env family the run played
 (`tooluse_agents.export.multi_turn`, `tooluse_agents.export.single_turn`, `tooluse_agents.export.memory`;
-their docstrings give each layout and why each registered model name), writes one BFCL project root per
+their docstrings give each layout and why each registered model name; a run of several families is written
+under one model name, into the same roots), writes one BFCL project root per
 seed (BFCL scores one line per task id, so two seeds cannot share a file), decodes every written step
 again (the self-check) and writes ``OUT/export.json``: what was written, why under that registered name
 (BFCL picks its decoder by the name, so the name follows the steps' encoding, not the model that played),
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections import defaultdict
 from pathlib import Path
 
 from tooluse_agents.export import memory, multi_turn, single_turn, web_search
@@ -44,24 +44,38 @@ def export_bfcl(run: str | os.PathLike[str], out: str | os.PathLike[str], *, for
     """
     run_path, out_path = Path(run), Path(out)
     records, corrupt = read_run(run_path)
-    found = next((f for f in FORMATS if f.claims(records)), None)
-    if found is None:
+    found = [f for f in FORMATS if f.claims(records)]
+    if not found:
         raise ExportError(f"{run_path}: no BFCL multi-turn episodes to export ({len(records)} other episodes skipped)")
-    episodes = found.select(records)
-    if not episodes:
-        raise ExportError(f"{run_path}: no BFCL {found.name} episodes to export")
+    shares = [(f, f.select(records)) for f in found]
+    for f, selected in shares:
+        if not selected:
+            raise ExportError(f"{run_path}: no BFCL {f.name} episodes to export")
     fc_run = run_setting(run_path, "text_replies") == "fc"  # text replies were FC responses with no calls
-    target, warnings = found.plan(episodes, fc_run)
+    plans = [(f, selected, *f.plan(selected, fc_run)) for f, selected in shares]
+    targets = {target.model for *_, target, _ in plans}
+    if len(targets) > 1:  # one project root holds one model name: its handler decodes every file in it
+        raise ExportError(f"{run_path}: its env families' steps need different BFCL model names ({sorted(targets)})")
+    target = plans[0][2]
+    warnings = [w for *_, found_warnings in plans for w in found_warnings]
+    episodes = [r for _, selected in shares for r in selected]
     prepare_out(out_path, run_path, force)
-    by_seed: dict[int, list[EpisodeRecord]] = defaultdict(list)
-    for record in episodes:
-        by_seed[record.seed].append(record)
     program = evaluator_program()
     commands = []
-    for seed in sorted(by_seed):
+    for seed in sorted({r.seed for r in episodes}):
         root = (out_path / f"seed_{seed}").resolve()
-        commands.append(BfclCommand(root, target, found.write_root(root, target, by_seed[seed]), program))
-    checked, mismatches = found.self_check(episodes, target.encoding)
+        categories = [
+            c
+            for f, selected, *_ in plans
+            if _of_seed(selected, seed)
+            for c in f.write_root(root, target, _of_seed(selected, seed))
+        ]
+        commands.append(BfclCommand(root, target, tuple(categories), program))
+    checked, mismatches = 0, []
+    for f, selected, *_ in plans:
+        n, found_mismatches = f.self_check(selected, target.encoding)
+        checked += n
+        mismatches += found_mismatches
     export = BfclExport(
         run=run_path,
         out=out_path,
@@ -79,3 +93,7 @@ def export_bfcl(run: str | os.PathLike[str], out: str | os.PathLike[str], *, for
     )
     (out_path / "export.json").write_text(json.dumps(export.to_dict(), indent=2) + "\n", encoding="utf-8")
     return export
+
+
+def _of_seed(records: list[EpisodeRecord], seed: int) -> list[EpisodeRecord]:
+    return [r for r in records if r.seed == seed]

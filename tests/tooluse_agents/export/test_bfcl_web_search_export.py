@@ -110,3 +110,21 @@ def test_a_replayed_partly_wrong_run_gets_the_same_verdicts_from_bfcl(tmp_path, 
     verdicts = assert_bfcl_agrees(run, export, run_bfcl(export.commands, bfcl_evaluate))
     want = {None, "agentic:answer_not_found", "agentic:no_last_message", "agentic:inference_error"}
     assert set(verdicts.values()) == want
+
+
+def test_one_run_over_every_family_exports_to_one_root_and_bfcl_prints_our_overall(tmp_path, bfcl_evaluate):
+    """Single-turn, multi-turn, memory and web search in one run, one export: BFCL's Overall Acc is ours."""
+    run, out = tmp_path / "all", tmp_path / "bfcl"
+    categories = ["simple_python", "irrelevance", "base", "memory_rec_sum", "web_search"]
+    argv = ["run", "--agent", "oracle", "--categories", *categories, "--limit", "1", "--search", str(RECORDING)]
+    assert main([*argv, "--out", str(run), "--no-progress"]) == 0
+    export = export_bfcl(run, out)
+    (command,) = export.commands
+    assert set(command.categories) == {"simple_python", "irrelevance", "multi_turn_base", "memory_rec_sum", *CATEGORIES}
+    assert not export.mismatches
+    scores = run_bfcl([command], bfcl_evaluate)
+    overall = json.loads((run / "results.json").read_text())["summary"]["bfcl_scores"]["overall"]["as_bfcl"]["mean"]
+    header, row = (command.root / "score" / "data_overall.csv").read_text().splitlines()[:2]
+    printed = dict(zip(header.split(","), row.split(","), strict=False))["Overall Acc"]
+    assert printed == f"{100 * overall:.2f}%"
+    assert scores[(export.target.model, "web_search_base")][0]["accuracy"] == 1.0  # the oracle, on a replay too
