@@ -140,3 +140,16 @@ def test_estimate_prints_the_named_estimator_and_refuses_k_above_the_seeds(runs,
     assert "k=3 needs at least 3 samples (seeds) of every task, but 4 of 4 tasks have fewer (n = 2)" in (
         capsys.readouterr().err
     )
+
+
+def test_every_table_of_a_run_names_what_it_reports(runs):
+    from tooluse_agents.eval.run import results_table
+
+    text = results_table(json.loads((runs / "oracle" / "results.json").read_text()))
+    heads = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line and "|---" not in line]
+    heads = [h for h in heads if h.split("|")[1].strip() in ("category", "BFCL score")]
+    assert len(heads) == 4  # accuracy, BFCL's scores, pass@k, clean subset
+    assert "| seed 0 | seed 1 | pass@1 (mean over 2 seeds) | std | 95% CI |" in heads[0]
+    assert "| seed 0 | seed 1 | mean over 2 seeds | std | 95% CI |" in heads[1]
+    assert "| pass@1 (mean over seeds) | pass@k (solved by any of the k seeds) |" in heads[2]
+    assert "| official pass@1 (%) |" in heads[3] and "| clean pass@1 (%) |" in heads[3]
