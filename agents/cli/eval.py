@@ -26,8 +26,15 @@ from typing import Any
 from tooluse_agents.backends.dtypes import DTYPE_HELP, DTYPES
 from tooluse_agents.cli.config_loader import load
 from tooluse_agents.cli.flags import DefaultsHelpFormatter, add_config_flags, add_config_source, given_config
-from tooluse_agents.eval.estimators import DEFAULT_ESTIMATOR, ESTIMATORS, estimate, estimate_table, run_episodes
-from tooluse_agents.eval.reference import DEFAULT_BAND, check, write_reference
+from tooluse_agents.eval.estimators import (
+    DEFAULT_ESTIMATOR,
+    ESTIMATORS,
+    EstimateConfig,
+    estimate,
+    estimate_table,
+    run_episodes,
+)
+from tooluse_agents.eval.reference import CheckConfig, check, write_reference
 from tooluse_agents.eval.run import (
     AGENTS,
     EvalConfig,
@@ -163,59 +170,32 @@ def _sweep_flags(sweep: argparse.ArgumentParser) -> None:
     sweep.add_argument("--change-seeds", nargs="+", type=int, help="--vary: the changes' seeds (default: --seeds)")
 
 
-def _estimator_flags(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument(
-        "--estimator",
-        choices=ESTIMATORS,
-        default=DEFAULT_ESTIMATOR,
-        help=f"{what}: pass@1 = the mean over seeds (the run table's number); pass@k = unbiased chance that one of "
-        "k samples solves a task, 1 - C(n-c,k)/C(n,k); pass^k = chance that all k do, C(c,k)/C(n,k); avg@k = mean "
-        "accuracy of k samples, c/n (n samples per task, one per seed, c of them solved)",
-    )
-    p.add_argument(
-        "--k",
-        type=int,
-        help="the k of pass@k, pass^k and avg@k: at most the seeds each task was played with (default: that number)",
-    )
-
-
 def _estimate_parsers(sub: Any) -> None:
-    """`tooluse eval estimate` and `check`'s arguments."""
+    """`tooluse eval estimate` and `check`'s arguments, from `EstimateConfig` and `CheckConfig`."""
+    run = {"name": "run", "type": Path, "help": "a run folder (`tooluse eval run --out`)"}
     est = sub.add_parser(
         "estimate",
-        help="a run's score under a named estimator (pass@1, pass@k, pass^k, avg@k) with 95%% bootstrap intervals "
-        "over tasks",
+        help="a run's score under a named estimator (pass@1, pass@k, pass^k, avg@k), each value with its interval "
+        "(bootstrap over tasks)",
         formatter_class=DefaultsHelpFormatter,
     )
-    est.add_argument("run", type=Path, help="a run folder (`tooluse eval run --out`)")
-    _estimator_flags(est, "what to report")
+    add_config_flags(est, EstimateConfig, flags={"run": run, "estimator": {"choices": ESTIMATORS}})
     chk = sub.add_parser(
         "check",
         help="exit 0 when a run's score is within the band of a stored reference (score >= band x reference), "
         "1 when below it, 2 when the two are not comparable; or write a reference from a run",
         formatter_class=DefaultsHelpFormatter,
     )
-    chk.add_argument("run", type=Path, help="a run folder (`tooluse eval run --out`)")
-    which = chk.add_mutually_exclusive_group(required=True)
-    which.add_argument(
-        "--reference",
-        type=Path,
-        metavar="FILE",
-        help="the reference file to check the run against (its estimator and k score the run)",
+    which = ("reference", "write_reference")
+    files = {"metavar": "FILE", "type": Path}
+    add_config_flags(chk, CheckConfig, flags={"run": run}, skip=(*which, "band", "estimator", "k"))
+    add_config_flags(
+        chk.add_mutually_exclusive_group(required=True),
+        CheckConfig,
+        flags={"reference": files, "write_reference": files},
+        skip=("run", "band", "estimator", "k"),
     )
-    which.add_argument(
-        "--write-reference",
-        type=Path,
-        metavar="FILE",
-        help="write the run's score as a new reference file (with its protocol cards and tasks); never overwrites",
-    )
-    chk.add_argument(
-        "--band",
-        type=float,
-        default=DEFAULT_BAND,
-        help="the fraction of the reference score a run must reach (MLPerf's Edge Agentic rule: 0.97)",
-    )
-    _estimator_flags(chk, "--write-reference: the reference's estimator")
+    add_config_flags(chk, CheckConfig, flags={"estimator": {"choices": ESTIMATORS}}, skip=("run", *which))
 
 
 def _estimate_command(args: argparse.Namespace) -> int:

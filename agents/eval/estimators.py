@@ -39,6 +39,7 @@ __all__ = [
     "DEFAULT_ESTIMATOR",
     "ESTIMATORS",
     "Estimate",
+    "EstimateConfig",
     "avg_at_k",
     "estimate",
     "estimate_table",
@@ -52,6 +53,24 @@ ESTIMATORS = ("pass@1", "pass@k", "pass^k", "avg@k")
 """The estimators by name; ``pass@1`` (the mean over seeds) is the default."""
 
 DEFAULT_ESTIMATOR = "pass@1"
+
+
+@dataclass(frozen=True, kw_only=True)
+class EstimateConfig:
+    """`tooluse eval estimate`: a run's score under a named estimator.
+
+    Attributes:
+        run: A run folder (`tooluse eval run --out`).
+        estimator: What to report: pass@1 = the mean over seeds (the run table's number) | pass@k = the unbiased
+            chance that one of k samples solves a task, 1 - C(n-c,k)/C(n,k) | pass^k = the chance that all k do,
+            C(c,k)/C(n,k) | avg@k = the mean accuracy of k samples, c/n (n samples per task, one per seed, c of
+            them solved).
+        k: The k of pass@k, pass^k and avg@k: at most the seeds each task was played with (left out: that number).
+    """
+
+    run: Path
+    estimator: str = DEFAULT_ESTIMATOR
+    k: int | None = None
 
 
 def _check(n: int, c: int, k: int) -> None:

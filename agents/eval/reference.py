@@ -26,8 +26,18 @@ from typing import Any
 from tooluse_agents.eval.estimators import DEFAULT_ESTIMATOR, estimate, run_episodes
 from tooluse_agents.eval.stats import TOLERANCE
 from tooluse_agents.runs.records import EpisodeRecord
+from tooluse_gym.errors import ToolUseGymError
 
-__all__ = ["DEFAULT_BAND", "FORMAT", "BandCheck", "NotComparable", "check", "reference_of", "write_reference"]
+__all__ = [
+    "DEFAULT_BAND",
+    "FORMAT",
+    "BandCheck",
+    "CheckConfig",
+    "NotComparable",
+    "check",
+    "reference_of",
+    "write_reference",
+]
 
 FORMAT = "tooluse-eval-reference"
 VERSION = 1
@@ -38,8 +48,33 @@ _IGNORED = ("seed", "known_issues")
 """Card fields that do not make two protocols different (as `ProtocolCard.fingerprint` leaves them out)."""
 
 
-class NotComparable(ValueError):
+class NotComparable(ToolUseGymError, ValueError):
     """The run and the reference differ in protocol or tasks: no band applies."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckConfig:
+    """`tooluse eval check`: a run against a stored reference, or a new reference from a run.
+
+    Attributes:
+        run: A run folder (`tooluse eval run --out`).
+        reference: The reference file to check the run against: exit 0 within the band, 1 below it, 2 when the
+            two are not comparable (the reference's own estimator and k score the run).
+        write_reference: Write the run's score as a new reference file instead (with its protocol cards and
+            tasks); an existing file is never overwritten.
+        band: The fraction of the reference score a run must reach: score >= band x reference (MLPerf's Edge
+            Agentic rule: 0.97).
+        estimator: With --write-reference: the reference's estimator (pass@1, pass@k, pass^k, avg@k; as
+            `tooluse eval estimate`).
+        k: With --write-reference: the estimator's k (left out: the seeds each task was played with).
+    """
+
+    run: Path
+    reference: Path | None = None
+    write_reference: Path | None = None
+    band: float = DEFAULT_BAND
+    estimator: str = DEFAULT_ESTIMATOR
+    k: int | None = None
 
 
 def _tasks(records: list[EpisodeRecord]) -> list[str]:
