@@ -1,4 +1,4 @@
-"""`tooluse eval`: evaluate agents under an explicit protocol, sweep protocol knobs, compare and export runs.
+"""`tooluse eval`: evaluate agents under an explicit protocol, sweep knobs, compare, score, check and export runs.
 
 tooluse eval run --agent hf --model smollm2-135m --categories base --limit 5 --seeds 0 1 --out runs/NAME
 tooluse eval run --agent vllm --model smollm2-135m --scenarios scenarios/curriculum/heldout.yaml --out runs/NAME
@@ -6,6 +6,8 @@ tooluse eval run --config eval.yaml sampling.temperature=0 protocol.template=con
 tooluse eval sweep --agent oracle --template native context --reasoning keep strip --out runs/SWEEP
 tooluse eval compare runs/A runs/B
 tooluse eval table runs/SWEEPS
+tooluse eval estimate runs/A --estimator pass@k --k 2
+tooluse eval check runs/A --write-reference ref.json;  tooluse eval check runs/B --reference ref.json --band 0.97
 tooluse eval export --format bfcl runs/A runs/A-bfcl
 """
 
@@ -24,6 +26,15 @@ from typing import Any
 from tooluse_agents.backends.dtypes import DTYPE_HELP, DTYPES
 from tooluse_agents.cli.config_loader import load
 from tooluse_agents.cli.flags import DefaultsHelpFormatter, add_config_flags, add_config_source, given_config
+from tooluse_agents.eval.estimators import (
+    DEFAULT_ESTIMATOR,
+    ESTIMATORS,
+    EstimateConfig,
+    estimate,
+    estimate_table,
+    run_episodes,
+)
+from tooluse_agents.eval.reference import CheckConfig, check, write_reference
 from tooluse_agents.eval.run import (
     AGENTS,
     EvalConfig,
@@ -159,8 +170,55 @@ def _sweep_flags(sweep: argparse.ArgumentParser) -> None:
     sweep.add_argument("--change-seeds", nargs="+", type=int, help="--vary: the changes' seeds (default: --seeds)")
 
 
+def _estimate_parsers(sub: Any) -> None:
+    """`tooluse eval estimate` and `check`'s arguments, from `EstimateConfig` and `CheckConfig`."""
+    run = {"name": "run", "type": Path, "help": "a run folder (`tooluse eval run --out`)"}
+    est = sub.add_parser(
+        "estimate",
+        help="a run's score under a named estimator (pass@1, pass@k, pass^k, avg@k), each value with its interval "
+        "(bootstrap over tasks)",
+        formatter_class=DefaultsHelpFormatter,
+    )
+    add_config_flags(est, EstimateConfig, flags={"run": run, "estimator": {"choices": ESTIMATORS}})
+    chk = sub.add_parser(
+        "check",
+        help="exit 0 when a run's score is within the band of a stored reference (score >= band x reference), "
+        "1 when below it, 2 when the two are not comparable; or write a reference from a run",
+        formatter_class=DefaultsHelpFormatter,
+    )
+    which = ("reference", "write_reference")
+    files = {"metavar": "FILE", "type": Path}
+    add_config_flags(chk, CheckConfig, flags={"run": run}, skip=(*which, "band", "estimator", "k"))
+    add_config_flags(
+        chk.add_mutually_exclusive_group(required=True),
+        CheckConfig,
+        flags={"reference": files, "write_reference": files},
+        skip=("run", "band", "estimator", "k"),
+    )
+    add_config_flags(chk, CheckConfig, flags={"estimator": {"choices": ESTIMATORS}}, skip=("run", *which))
+
+
+def _estimate_command(args: argparse.Namespace) -> int:
+    """`tooluse eval estimate` and `check`; the exit status."""
+    if args.command == "estimate":
+        print(estimate_table(estimate(run_episodes(args.run), args.estimator, args.k)))
+        return 0
+    if args.write_reference is not None:
+        data = write_reference(args.run, args.write_reference, args.estimator, args.k)
+        print(
+            f"reference: {args.write_reference}: {data['label']} = {100 * data['score']:.2f}% over {data['tasks']} "
+            f"tasks, protocol {data['fingerprint']}"
+        )
+        return 0
+    if args.estimator != DEFAULT_ESTIMATOR or args.k is not None:
+        raise ValueError("--estimator and --k go with --write-reference: a check uses the reference's own")
+    verdict = check(args.run, args.reference, args.band)
+    print(verdict.message)
+    return 0 if verdict.passed else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The `tooluse eval` arguments: its subcommands run, sweep, compare and export."""
+    """The `tooluse eval` arguments: its subcommands run, sweep, compare, table, estimate, check and export."""
     parser = argparse.ArgumentParser(prog="tooluse eval", description=__doc__, formatter_class=DefaultsHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     _common(
@@ -187,6 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=DefaultsHelpFormatter,
     )
     table.add_argument("root", type=Path, help="a folder holding `tooluse eval sweep --vary` runs, at any depth")
+    _estimate_parsers(sub)
     exp = sub.add_parser(
         "export",
         help="write a run's BFCL episodes as result files for BFCL's own `bfcl evaluate`, one root per seed",
@@ -257,6 +316,8 @@ def _command(args: argparse.Namespace, given: Mapping[str, Any]) -> int:
                 count = len(data["runs"])
             print((args.out / "sweep.md").read_text())
             print(f"sweep: {args.out / 'sweep.json'}  ({count} configurations)")
+        elif args.command in ("estimate", "check"):
+            return _estimate_command(args)
         elif args.command == "export":
             print(export_bfcl(args.run, args.out, force=args.force).report())
         elif args.command == "table":
@@ -270,7 +331,7 @@ def _command(args: argparse.Namespace, given: Mapping[str, Any]) -> int:
                 print("WARNING: protocol cards differ (see above)", file=sys.stderr)
             if data["left_out"]["a"]["episodes"] or data["left_out"]["b"]["episodes"]:
                 print("NOTE: the runs played different tasks or seeds; compared on those both played", file=sys.stderr)
-    except (RunConflict, ValueError, FileNotFoundError, NotImplementedError) as e:
+    except (RunConflict, ValueError, FileNotFoundError, FileExistsError, NotImplementedError) as e:
         print(f"tooluse eval: error: {e}", file=sys.stderr)
         return 2
     return 0

@@ -516,7 +516,11 @@ def compare_runs(a: Path, b: Path) -> tuple[str, dict[str, Any]]:
     compared = [r["category"] for r in rows if r["category"] != "overall"]
     lines += [*coverage_lines(c), ""]
     if rows:
-        lines += ["Official score (all tasks), B - A paired by task and seed (95% CI over seeds):", ""]
+        lines += [
+            "Official score (all tasks): pass@1, the mean over the seeds both runs played; B - A paired by task "
+            "and seed (95% CI over seeds):",
+            "",
+        ]
         lines += _diff_table(rows)
     clean: dict[str, Any] | None = None
     if c.registry_version is not None:

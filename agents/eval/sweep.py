@@ -217,7 +217,7 @@ def _format_markdown(block: Mapping[str, Any]) -> list[str]:
         f"{100 * block['std']:.2f} points (sample std, as bfcl_eval's format_sensitivity_runner), max - min "
         f"{100 * block['max_minus_min']:.2f} points.",
         "",
-        "| prompt_format | accuracy (%) |",
+        "| prompt_format | pass@1 (%, mean over seeds) |",
         "|---|---|",
     ]
     lines += [f"| {config} | {100 * acc:.2f} |" for config, acc in block["accuracy"].items()]
@@ -240,7 +240,8 @@ def vary_markdown(data: Mapping[str, Any]) -> str:
         f"Base ({base['folder']}, {spread_b['seeds']} seeds): overall {_pts(base['overall'])}%; seed spread "
         f"{_pts(spread_b['max_minus_min'])} points (max - min), std {_pts(spread_b['std'])}.",
         "",
-        "| change | overall (%) | change - base, paired (points) | 95% CI (bootstrap over tasks) | paired SE | "
+        "| change | overall pass@1 (%, mean over seeds) | change - base, paired (points) | "
+        "95% CI (bootstrap over tasks) | paired SE | "
         "seed spread of the change (max - min) |",
         "|---|---|---|---|---|---|",
     ]
@@ -275,7 +276,7 @@ def sweep_markdown(data: Mapping[str, Any]) -> str:
         "",
         "![sensitivity](sensitivity.png)" if data["sensitivity"] else "",
         "",
-        "| configuration | overall (%) | per seed |",
+        "| configuration | overall pass@1 (%, mean over seeds) | per seed |",
         "|---|---|---|",
     ]
     for run in data["runs"]:

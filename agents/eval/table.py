@@ -101,7 +101,7 @@ def _pct(value: float | None, signed: bool = False) -> str:
 def table_markdown(data: Mapping[str, Any]) -> str:
     """The table as markdown: per row the score, per seed, seed spread, and a change's paired difference."""
     lines = [
-        "| model | benchmark (tasks) | configuration | score (%) | per seed | seed spread (points) | "
+        "| model | benchmark (tasks) | configuration | pass@1 (%, mean over seeds) | per seed | seed spread (points) | "
         "change - base (points, paired) | 95% CI (bootstrap over tasks) |",
         "|---|---|---|---|---|---|---|---|",
     ]

@@ -237,11 +237,17 @@ def shown_scores(categories: Sequence[str]) -> tuple[str, ...]:
     return tuple(f.name for f in FORMULAS if f.name == "overall" or have & set(leaf_categories(f.name)))
 
 
+def _mean(seeds: Sequence[Any]) -> str:
+    return f"mean over {len(seeds)} seed{'' if len(seeds) == 1 else 's'}"
+
+
 def format_bfcl_table(summary: Mapping[str, Any]) -> str:
     """A Markdown table of a summary's ``bfcl_scores`` (in %, per seed, mean, std, 95% CI), and what is not given."""
     block = summary["bfcl_scores"]
     seeds = summary["seeds"]
-    head = "| BFCL score | BFCL column | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | std | 95% CI |"
+    head = (
+        "| BFCL score | BFCL column | " + " | ".join(f"seed {s}" for s in seeds) + f" | {_mean(seeds)} | std | 95% CI |"
+    )
     lines = [head, "|" + "---|" * (5 + len(seeds))]
     absent = []
     zeroed = []
