@@ -28,6 +28,13 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def data_version(task_data: Mapping[str, str] | None) -> str:
+    """A card's task data (file -> sha256) in 12 hex digits, or `DATA_UNKNOWN` when it has none."""
+    if not task_data:
+        return DATA_UNKNOWN
+    return sha256_text(json.dumps(sorted(task_data.items())))[:12]
+
+
 @dataclass(frozen=True, kw_only=True)
 class ProtocolCard:
     """The evaluation protocol of an environment instance.
@@ -99,9 +106,7 @@ class ProtocolCard:
     @property
     def data_version(self) -> str:
         """A short name of the task data: 12 hex digits of a hash over `task_data`, or ``unknown`` (older cards)."""
-        if not self.task_data:
-            return DATA_UNKNOWN
-        return sha256_text(json.dumps(sorted(self.task_data)))[:12]
+        return data_version(dict(self.task_data))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProtocolCard:
