@@ -18,6 +18,7 @@ from typing import Any
 
 from tooluse_agents.runs.results import CategoryDiff, Disagreement, RunComparison, compare_results, summarize
 from tooluse_gym.errors import ToolUseGymError
+from tooluse_gym.protocol import data_version
 from tooluse_tui.data import EpisodeStore, EpisodeSummary, is_bfcl_run, known_issues
 
 EPISODES = "episodes.jsonl"
@@ -217,6 +218,8 @@ def compare(
     `tooluse_agents.runs.results.compare_results`', the same as `tooluse eval compare`'s.
     """
     card_a, card_b = (dict(r.get("protocol") or {}) for r in results)
+    if "task_data" in card_a or "task_data" in card_b:  # the data by their version's name, not file by file
+        card_a["task_data"], card_b["task_data"] = (data_version(c.get("task_data")) for c in (card_a, card_b))
     keys = [*card_a, *(k for k in card_b if k not in card_a)]
     card = tuple(CardRow(k, card_a.get(k), card_b.get(k)) for k in keys if k != "seed")
     bfcl = all(is_bfcl_run(c) for c in (card_a, card_b))

@@ -5,6 +5,7 @@ tooluse eval run --agent vllm --model smollm2-135m --scenarios scenarios/curricu
 tooluse eval run --config eval.yaml sampling.temperature=0 protocol.template=context --seeds 1 --out runs/NAME
 tooluse eval sweep --agent oracle --template native context --reasoning keep strip --out runs/SWEEP
 tooluse eval compare runs/A runs/B
+tooluse eval rescore runs/A
 tooluse eval table runs/SWEEPS
 tooluse eval estimate runs/A --estimator pass@k --k 2
 tooluse eval check runs/A --write-reference ref.json;  tooluse eval check runs/B --reference ref.json --band 0.97
@@ -35,6 +36,7 @@ from tooluse_agents.eval.estimators import (
     run_episodes,
 )
 from tooluse_agents.eval.reference import CheckConfig, check, write_reference
+from tooluse_agents.eval.rescore import rescore_run
 from tooluse_agents.eval.run import (
     AGENTS,
     EvalConfig,
@@ -51,6 +53,7 @@ from tooluse_agents.runs.results import failure_banner, run_failed
 from tooluse_agents.runs.rundir import RunConflict
 from tooluse_gym.envs.flags import SWEPT, varies_by_env_id
 from tooluse_gym.prompt_formats import expand as expand_prompt_formats
+from tooluse_gym.protocol import ProtocolCard
 
 _FLAGS: dict[str, dict[str, Any]] = {
     "agent": {"choices": AGENTS},
@@ -218,7 +221,7 @@ def _estimate_command(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `tooluse eval` arguments: its subcommands run, sweep, compare, table, estimate, check and export."""
+    """The `tooluse eval` arguments: its subcommands run, sweep, compare, rescore, table, estimate, check and export."""
     parser = argparse.ArgumentParser(prog="tooluse eval", description=__doc__, formatter_class=DefaultsHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     _common(
@@ -239,6 +242,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmp.add_argument("run_a", type=Path)
     cmp.add_argument("run_b", type=Path)
+    rescore = sub.add_parser(
+        "rescore",
+        help="score a run's stored messages again with today's checker and task data (nothing is generated)",
+        description="Replays every episode of RUN/episodes.jsonl on the env RUN/run.json builds today and writes "
+        "RUN/results.rescored.json and RUN/episodes.rescored.jsonl beside the originals (left untouched), listing "
+        "each verdict that changed and why: data (the entry's data files' digests differ) or checker.",
+        formatter_class=DefaultsHelpFormatter,
+    )
+    rescore.add_argument("run", type=Path, help="a run folder (`tooluse eval run --out`)")
     table = sub.add_parser(
         "table",
         help="one table over the one-factor sweeps under a folder (model x benchmark x configuration)",
@@ -297,7 +309,8 @@ def _command(args: argparse.Namespace, given: Mapping[str, Any]) -> int:
             print(results_table(results))
             print(
                 f"\nresults: {args.out / 'results.json'}   report: {args.out / 'report.md'}   "
-                f"episodes: {args.out / 'episodes.jsonl'}   protocol {results['fingerprint']}"
+                f"episodes: {args.out / 'episodes.jsonl'}   protocol {results['fingerprint']}   "
+                f"task data {ProtocolCard.from_dict(results['protocol']).data_version}"
             )
             print(f"open the episodes in the TUI: tooluse tui {args.out}")
             if run_failed(results["summary"]):
@@ -320,6 +333,10 @@ def _command(args: argparse.Namespace, given: Mapping[str, Any]) -> int:
             return _estimate_command(args)
         elif args.command == "export":
             print(export_bfcl(args.run, args.out, force=args.force).report())
+        elif args.command == "rescore":
+            done = rescore_run(args.run)
+            print(done.report())
+            print(f"\nresults: {args.run / 'results.rescored.json'}   episodes: {args.run / 'episodes.rescored.jsonl'}")
         elif args.command == "table":
             text, _ = write_table(args.root)
             print(text)
@@ -329,6 +346,8 @@ def _command(args: argparse.Namespace, given: Mapping[str, Any]) -> int:
             print(text)
             if data["protocol_differences"]:
                 print("WARNING: protocol cards differ (see above)", file=sys.stderr)
+            if data["task_data"]["same"] is not True:
+                print("WARNING: the runs' task data differ or are unknown (see above)", file=sys.stderr)
             if data["left_out"]["a"]["episodes"] or data["left_out"]["b"]["episodes"]:
                 print("NOTE: the runs played different tasks or seeds; compared on those both played", file=sys.stderr)
     except (RunConflict, ValueError, FileNotFoundError, FileExistsError, NotImplementedError) as e:

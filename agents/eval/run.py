@@ -21,6 +21,7 @@ from tooluse_agents.backends.base import Agent, Generation, SamplingConfig
 from tooluse_agents.backends.factory import BACKENDS, BackendSpec
 from tooluse_agents.eval.plan import env_of_task_id, group_task_ids
 from tooluse_agents.eval.plan import eval_task_ids as eval_task_ids  # re-exported: callers import it from here
+from tooluse_agents.eval.task_data import task_data_comparison
 from tooluse_agents.progress import progress_bar
 from tooluse_agents.rollout.loop import Episode, RolloutJob, resolve_schedule, run_rollouts
 from tooluse_agents.runs.bfcl_scores import format_bfcl_table, web_search_note
@@ -393,8 +394,9 @@ def _start_and_play(
     done = [e for e in existing if (e.task_id, e.seed) in wanted]
     for e in done:
         played = cards.get(str(e.protocol.get("env_id")))
-        if played is None or ProtocolCard.from_dict(dict(e.protocol)).differences(played):
-            raise RunConflict(f"{episodes_path} holds episodes of another protocol; use another --out or --force")
+        if played is None or (card := ProtocolCard.from_dict(dict(e.protocol))).differences(played):
+            why = " (written before the task data were recorded)" if played and not card.task_data else ""
+            raise RunConflict(f"{episodes_path} holds episodes of another protocol{why}; use another --out or --force")
     done_keys = {(e.task_id, e.seed) for e in done}
     jobs = [RolloutJob(t, s) for s in config.seeds for t in task_ids if (t, s) not in done_keys]
     owned = agent is None and bool(jobs)
@@ -501,8 +503,8 @@ def compare_runs(a: Path, b: Path) -> tuple[str, dict[str, Any]]:
     """
     ra, rb = (json.loads((Path(p) / "results.json").read_text()) for p in (a, b))
     card_a, card_b = ProtocolCard.from_dict(ra["protocol"]), ProtocolCard.from_dict(rb["protocol"])
-    differences = card_a.differences(card_b)
-    lines = []
+    differences = card_a.differences(card_b, ignore=("seed", "known_issues", "task_data"))
+    lines, task_data = task_data_comparison(card_a, card_b)  # in bold, first
     if differences:
         lines += ["!" * 78, "WARNING: the protocol cards differ; these results are NOT comparable:"]
         lines += [f"  {k}: {va!r} (A) vs {vb!r} (B)" for k, (va, vb) in differences.items()]
@@ -546,6 +548,7 @@ def compare_runs(a: Path, b: Path) -> tuple[str, dict[str, Any]]:
         lines.append(f"  ... and {len(c.disagreements) - _SHOWN_DISAGREEMENTS} more")
     data = {
         "protocol_differences": {k: list(v) for k, v in differences.items()},
+        "task_data": task_data,
         "compared": {"pairs": c.pairs, "tasks": c.shared_tasks, "seeds": list(c.seeds), "categories": compared},
         "left_out": {"a": c.left_out[0].to_dict(), "b": c.left_out[1].to_dict()},
         "categories": rows,

@@ -19,6 +19,8 @@ from tests.golden import record
 ADDED_SINCE_RECORDING = {
     "bfcl_scores": "BFCL's summary scores in a run's summary (issue 39): new, and no recorded field changed",
     "autocast": "the HF engine's generation dtype in the agent's settings (HFAgentConfig.autocast): new since",
+    "task_data": "the task data files' digests on the protocol card (issue 59): new, and no recorded field changed",
+    "checker_version": "the checkers' version on the protocol card (issue 59): new, and no recorded field changed",
 }
 """Keys the replay may hold that the recording predates, with why; anywhere else a new key is a difference."""
 

@@ -110,7 +110,12 @@ class AgenticEnv(TaskEnv):
         self.total_steps = 0
         self._done = False
         self._start_segment(0)
-        card = {**self._protocol_dict, "seed": seed, "extra": dict(self._protocol_dict["extra"])}
+        card = {
+            **self._protocol_dict,
+            "seed": seed,
+            "extra": dict(self._protocol_dict["extra"]),
+            "task_data": dict(self._protocol_dict["task_data"]),
+        }
         info = {"task_id": task.task_id, "turn": 0, "steps_in_turn": 0, "protocol": card, "task": task}
         return self._obs(), info
 

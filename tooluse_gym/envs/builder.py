@@ -14,6 +14,7 @@ from typing import Any
 import gymnasium as gym
 
 from tooluse_gym import __version__
+from tooluse_gym.checking import CHECKER_VERSION
 from tooluse_gym.envs.ids import TASKS_ID
 from tooluse_gym.envs.knobs import ENV_DEFAULTS, Knobs
 from tooluse_gym.envs.single_turn_env import SingleTurnEnv, resolve_single_turn_knobs
@@ -42,6 +43,9 @@ class TaskPool:
         single_turn: The tasks are single-turn tasks (`tooluse_gym.tasks.bfcl_single_turn.SingleTurnTask`:
             BFCL's entries or single-turn scenarios), played by `SingleTurnEnv` (one message each,
             nothing executed, the ``decoder`` knob's decoder and BFCL's checker).
+        task_data: The data files the tasks come from, each with its sha256 (the card's ``task_data``:
+            `tooluse_gym.tasks.bfcl_data`, `tooluse_gym.tasks.scenario.ScenarioSet.file_digests`);
+            empty for tasks built in code.
     """
 
     tasks: tuple[Task, ...]
@@ -50,6 +54,7 @@ class TaskPool:
     hooks: BackendHooks | None = None
     label: str = "all"
     single_turn: bool = False
+    task_data: tuple[tuple[str, str], ...] = ()
 
     def __repr__(self) -> str:  # short: gym.make puts its kwargs into error messages
         return f"TaskPool({len(self.tasks)} tasks, {len(self.classes)} backends, label={self.label!r})"
@@ -108,6 +113,8 @@ def build_env(
         bfcl_version=bfcl.bfcl_version(),
         known_issues=known_issues,
         tooluse_gym_version=__version__,
+        checker_version=CHECKER_VERSION,
+        task_data=pool.task_data,
         **knobs.card_fields(**dict(card_extra or {})),
     )
     env: gym.Env

@@ -26,13 +26,14 @@ from typing import Any
 import gymnasium as gym
 
 from tooluse_gym import __version__
+from tooluse_gym.checking import CHECKER_VERSION
 from tooluse_gym.checking.agentic import ANSWER_CHECKS
 from tooluse_gym.envs.agentic_env import AgenticEnv
 from tooluse_gym.envs.builder import wrap
 from tooluse_gym.envs.ids import MEMORY_ID
 from tooluse_gym.envs.knobs import ENV_DEFAULTS
 from tooluse_gym.protocol import ProtocolCard
-from tooluse_gym.tasks import bfcl
+from tooluse_gym.tasks import bfcl, bfcl_data
 from tooluse_gym.tasks.bfcl_memory import (
     CATEGORIES,
     EPISODE_UNITS,
@@ -183,6 +184,8 @@ def make_memory_env(
         bfcl_version=bfcl.bfcl_version(),
         known_issues=registry_version(),
         tooluse_gym_version=__version__,
+        checker_version=CHECKER_VERSION,
+        task_data=bfcl_data.digests(bfcl_data.memory_files(backend_name(c) for c in categories)),
         **resolved.card_fields(episode=episode, snapshot=source, answer_check=answer_check),
     )
     backends = {backend_name(c): memory_backend(backend_name(c)) for c in categories}

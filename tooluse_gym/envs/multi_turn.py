@@ -10,7 +10,7 @@ import gymnasium as gym
 from tooluse_gym.envs.builder import TaskPool, build_env
 from tooluse_gym.envs.ids import MULTI_TURN_ID
 from tooluse_gym.envs.knobs import ENV_DEFAULTS, TOOL_FORMATS
-from tooluse_gym.tasks import bfcl
+from tooluse_gym.tasks import bfcl, bfcl_data
 from tooluse_gym.tasks.known_issues import registry_version
 from tooluse_gym.tasks.task import Task
 
@@ -21,8 +21,13 @@ __all__ = ["DEFAULTS", "ENV_ID", "TOOL_FORMATS", "bfcl_pool", "make_multi_turn_e
 
 
 def bfcl_pool(tasks: Sequence[Task], label: str = "bfcl") -> TaskPool:
-    """Tasks that run on the BFCL simulators (BFCL entries or hand-built tasks); `label` is the card's category."""
-    return TaskPool(tuple(tasks), bfcl.backend_classes(), bfcl.stateless_backends(), bfcl.HOOKS, label)
+    """Tasks that run on the BFCL simulators (BFCL entries or hand-built tasks); `label` is the card's category.
+
+    The card's task data are the files of the BFCL categories the tasks come from (none for hand-built tasks).
+    """
+    categories = list(dict.fromkeys(t.category for t in tasks if t.source == "bfcl" and t.category in bfcl.CATEGORIES))
+    data = bfcl_data.digests(bfcl_data.multi_turn_files(categories)) if categories else ()
+    return TaskPool(tuple(tasks), bfcl.backend_classes(), bfcl.stateless_backends(), bfcl.HOOKS, label, task_data=data)
 
 
 def make_multi_turn_env(

@@ -39,7 +39,13 @@ def scenario_pool(
             "one kind: load their files apart, or select one kind with categories= or task_ids="
         )
     return TaskPool(
-        tuple(tasks), scenarios.classes(), scenarios.stateless(), scenarios.hooks(), label, single_turn=kinds == {True}
+        tuple(tasks),
+        scenarios.classes(),
+        scenarios.stateless(),
+        scenarios.hooks(),
+        label,
+        single_turn=kinds == {True},
+        task_data=scenarios.file_digests,
     )
 
 

@@ -43,6 +43,7 @@ from tooluse_gym.envs.builder import TaskPool, build_env
 from tooluse_gym.envs.ids import SINGLE_TURN_ID
 from tooluse_gym.envs.knobs import ENV_DEFAULTS, Knobs
 from tooluse_gym.envs.single_turn_env import FIXED_KNOBS, resolve_single_turn_knobs
+from tooluse_gym.tasks import bfcl_data
 from tooluse_gym.tasks.bfcl_single_turn import load_single_turn_tasks
 
 ENV_ID = SINGLE_TURN_ID
@@ -79,5 +80,6 @@ def make_single_turn_env(
     """
     resolved = single_turn_knobs(**knobs)
     tasks = load_single_turn_tasks(category, task_ids, underscore_to_dot=not resolved.prompt.carries_tools)
-    pool = TaskPool(tuple(tasks), {}, label=category, single_turn=True)
+    data = bfcl_data.digests(bfcl_data.single_turn_files(list(dict.fromkeys(t.category for t in tasks))))
+    pool = TaskPool(tuple(tasks), {}, label=category, single_turn=True, task_data=data)
     return build_env(pool, resolved, env_id=ENV_ID, render_mode=render_mode)

@@ -154,7 +154,12 @@ class SingleTurnEnv(TaskEnv):
         assert isinstance(task, SingleTurnTask)  # the constructor takes no other
         self._decoder = decoder_for(self.knobs, task)
         self._done = False
-        protocol = {**self._protocol_dict, "seed": seed, "extra": dict(self._protocol_dict["extra"])}
+        protocol = {
+            **self._protocol_dict,
+            "seed": seed,
+            "extra": dict(self._protocol_dict["extra"]),
+            "task_data": dict(self._protocol_dict["task_data"]),
+        }
         info = {"task_id": task.task_id, "turn": 0, "steps_in_turn": 0, "protocol": protocol, "task": task}
         return self._obs(), info
 

@@ -81,7 +81,9 @@ def source_pool(source: Mapping[str, Any]) -> TaskPool:
     if kind == "bfcl":
         category = category or "base"
         tasks = bfcl.load_bfcl_tasks(category, list(task_ids) if task_ids else None)
-        pool = TaskPool(tuple(tasks), bfcl.backend_classes(), bfcl.stateless_backends(), bfcl.HOOKS, f"bfcl:{category}")
+        from tooluse_gym.envs.multi_turn import bfcl_pool
+
+        pool = bfcl_pool(tasks, f"bfcl:{category}")
     else:
         from tooluse_gym.envs.scenario import scenario_pool
         from tooluse_gym.tasks.scenario import load_scenario_set

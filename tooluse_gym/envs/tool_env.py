@@ -226,7 +226,8 @@ class ToolUseEnv(TaskEnv):
 
     def _protocol(self, seed: int | None) -> dict[str, Any]:
         """A copy of the protocol card for `info`, with this reset's seed."""
-        return {**self._protocol_dict, "seed": seed, "extra": copy.deepcopy(self._protocol_dict["extra"])}
+        card = self._protocol_dict
+        return {**card, "seed": seed, "extra": copy.deepcopy(card["extra"]), "task_data": dict(card["task_data"])}
 
     def _truth_for(self, task: Task) -> TruthTurns:
         """A task's first episode replays the ground truth live; later ones share a cached copy."""

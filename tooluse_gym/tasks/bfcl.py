@@ -23,6 +23,7 @@ from typing import Any
 
 from tooluse_gym.decoding.lenient import parse_call_string
 from tooluse_gym.errors import DependencyNotInstalled, TaskLoadError
+from tooluse_gym.tasks import bfcl_data
 from tooluse_gym.tasks.selection import select_tasks
 from tooluse_gym.tasks.task import Task
 from tooluse_gym.tools.binding import call_arguments
@@ -54,11 +55,13 @@ def _import(module: str) -> ModuleType:
         root.mkdir(parents=True, exist_ok=True)
         os.environ["BFCL_PROJECT_ROOT"] = str(root)
     try:
-        return importlib.import_module(module)
+        loaded = importlib.import_module(module)
     except ModuleNotFoundError as e:
         if e.name and e.name.split(".")[0] == "bfcl_eval":
             raise DependencyNotInstalled(_INSTALL_HINT) from e
         raise
+    bfcl_data.redirect(loaded)  # a TOOLUSE_BFCL_DATA copy of the data, when one is named
+    return loaded
 
 
 def bfcl_version() -> str:

@@ -144,6 +144,9 @@ class ScenarioSet:
     files: tuple[Path, ...]
     sha256: str
     """Hash of the files' bytes (in path order): two runs used the same tasks iff it matches."""
+    file_digests: tuple[tuple[str, str], ...] = ()
+    """Each file's sha256, under its name (a file given: its name; in a folder given: the folder's name and
+    the path below it), for the protocol card's ``task_data``."""
 
     def classes(self) -> dict[str, type]:
         """Backend name -> class, for every backend the tasks use."""
@@ -177,7 +180,10 @@ def load_scenario_set(path: str | Path | Sequence[str | Path], *, replay: bool =
     Raises `ScenarioError` listing every problem of every file (see the module docstring).
     """
     paths = [path] if isinstance(path, (str, Path)) else list(path)
-    files = [f for p in paths for f in scenario_files(p)]
+    named = [(_file_label(Path(p), f), f) for p in paths for f in scenario_files(p)]
+    files = [f for _, f in named]
+    labels = {f: label for label, f in named}
+    file_digests: dict[str, str] = {}
     digest = hashlib.sha256()
     tasks: list[Task] = []
     backends: dict[str, ToolBackend] = {}
@@ -189,6 +195,7 @@ def load_scenario_set(path: str | Path | Sequence[str | Path], *, replay: bool =
             continue
         raw = file.read_bytes()
         digest.update(raw)
+        file_digests[labels[file]] = hashlib.sha256(raw).hexdigest()
         loaded, found = _load_file(file, raw, replay)
         problems += found
         for index, task, used in loaded:
@@ -201,7 +208,15 @@ def load_scenario_set(path: str | Path | Sequence[str | Path], *, replay: bool =
             backends.update((b.name, b) for b in used)
     if problems:
         raise ScenarioError(problems)
-    return ScenarioSet(tuple(tasks), tuple(backends.values()), tuple(files), digest.hexdigest())
+    digests = tuple(sorted(file_digests.items()))
+    return ScenarioSet(tuple(tasks), tuple(backends.values()), tuple(files), digest.hexdigest(), digests)
+
+
+def _file_label(given: Path, file: Path) -> str:
+    """A scenario file's name on a card: its name, or below a folder given, the folder's name and the path in it."""
+    if given.is_dir():
+        return (Path(given.resolve().name) / file.relative_to(given)).as_posix()
+    return file.name
 
 
 def load_scenarios(path: str | Path | Sequence[str | Path], *, replay: bool = True) -> list[Task]:
