@@ -31,7 +31,7 @@ from tooluse_agents.eval.run import EvalConfig, known_issues_for, results_table
 from tooluse_agents.rollout.episode import StepCost, episode_record
 from tooluse_agents.runs.records import EpisodeRecord, StepEntry, read_episodes
 from tooluse_agents.runs.results import summarize
-from tooluse_gym.envs.ids import MEMORY_ID, MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
+from tooluse_gym.envs.ids import MEMORY_ID, MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID, WEB_SEARCH_ID
 from tooluse_gym.envs.knobs import env_defaults
 from tooluse_gym.envs.tool_env import protocol_card
 from tooluse_gym.protocol import DATA_UNKNOWN, ProtocolCard
@@ -161,15 +161,25 @@ def _config(data: Mapping[str, Any]) -> EvalConfig:
         value = data.get(key)
         return tuple(value) if value else None
 
+    search = data.get("search")
+    if search == "serpapi":
+        raise ValueError(
+            "the run searched the live web (--search serpapi): its tool results cannot be replayed; re-score it "
+            "from its recording instead (a run with --record-search FILE: tooluse eval run --search FILE)"
+        )
     base = EvalConfig(
-        agent="oracle", categories=names("categories"), scenarios=names("scenarios"), task_ids=names("task_ids")
+        agent="oracle",
+        categories=names("categories"),
+        scenarios=names("scenarios"),
+        task_ids=names("task_ids"),
+        search=search,
     )
     knobs = env_defaults(base.env_id).with_defaults(**dict(data.get("protocol") or {}))
     return dataclasses.replace(base, protocol=knobs, text_replies=str(data.get("text_replies", "decode")))
 
 
 def _make_env(config: EvalConfig, env_id: str, task_ids: list[str]) -> gym.Env:
-    if env_id not in (MULTI_TURN_ID, SINGLE_TURN_ID, MEMORY_ID, SCENARIO_ID):
+    if env_id not in (MULTI_TURN_ID, SINGLE_TURN_ID, MEMORY_ID, WEB_SEARCH_ID, SCENARIO_ID):
         raise ValueError(f"cannot re-score episodes of {env_id}: `tooluse eval run` does not play it")
     kwargs = config.env_kwargs(env_id)
     if env_id == SCENARIO_ID and not config.scenarios:
@@ -257,6 +267,8 @@ def _entry_files(env_id: str, task: Task) -> list[str] | None:
         return bfcl_data.single_turn_files([task.category])
     if env_id == MEMORY_ID:
         return bfcl_data.memory_files(task.backends)
+    if env_id == WEB_SEARCH_ID:
+        return bfcl_data.web_search_files()
     return None
 
 

@@ -28,13 +28,14 @@ from typing import Any
 import gymnasium as gym
 
 from tooluse_gym import __version__
+from tooluse_gym.checking import CHECKER_VERSION
 from tooluse_gym.checking.agentic import ANSWER_CHECKS
 from tooluse_gym.envs.agentic_env import AgenticEnv
 from tooluse_gym.envs.builder import wrap
 from tooluse_gym.envs.ids import WEB_SEARCH_ID
 from tooluse_gym.envs.knobs import ENV_DEFAULTS
 from tooluse_gym.protocol import ProtocolCard
-from tooluse_gym.tasks import bfcl
+from tooluse_gym.tasks import bfcl, bfcl_data
 from tooluse_gym.tasks.bfcl_web_search import BACKEND, CATEGORIES, GROUP, expand_categories, gold_hops
 from tooluse_gym.tasks.bfcl_web_search import load_web_search_tasks as load_tasks
 from tooluse_gym.tasks.known_issues import registry_version
@@ -120,6 +121,8 @@ def make_web_search_env(
         bfcl_version=bfcl.bfcl_version(),
         known_issues=registry_version(),
         tooluse_gym_version=__version__,
+        checker_version=CHECKER_VERSION,
+        task_data=bfcl_data.digests(bfcl_data.web_search_files()),
         **resolved.card_fields(**search_card, answer_check=answer_check),
     )
     env = AgenticEnv(

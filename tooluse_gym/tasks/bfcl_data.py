@@ -48,6 +48,7 @@ __all__ = [
     "multi_turn_files",
     "redirect",
     "single_turn_files",
+    "web_search_files",
 ]
 
 
@@ -146,3 +147,9 @@ def memory_files(backends: Iterable[str]) -> list[str]:
     names = [f"{_PREFIX}_memory.json", f"possible_answer/{_PREFIX}_memory.json"]
     names += [f"memory_prereq_conversation/memory_{s}.json" for s in SCENARIOS]
     return names + [_doc_file(b) for b in backends]
+
+
+def web_search_files() -> list[str]:
+    """The files BFCL web-search categories read: the questions, the answers with their gold hops, the docs."""
+    names = [f"{_PREFIX}_web_search.json", f"possible_answer/{_PREFIX}_web_search.json"]
+    return [*names, _doc_file("WebSearchAPI")]

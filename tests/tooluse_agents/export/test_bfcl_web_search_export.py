@@ -128,3 +128,13 @@ def test_one_run_over_every_family_exports_to_one_root_and_bfcl_prints_our_overa
     printed = dict(zip(header.split(","), row.split(","), strict=False))["Overall Acc"]
     assert printed == f"{100 * overall:.2f}%"
     assert scores[(export.target.model, "web_search_base")][0]["accuracy"] == 1.0  # the oracle, on a replay too
+
+
+def test_a_replayed_run_rescores_to_the_same_verdicts(tmp_path, capsys):
+    run = tmp_path / "replayed"
+    config = EvalConfig(agent="oracle", categories=CATEGORIES, limit=6, num_envs=4, search=str(RECORDING))
+    run_eval(config, run, agent=PartlyWrong(), progress=False)
+    assert main(["rescore", str(run)]) == 0
+    before = {(r.task_id, r.seed): r.reward for r in read_episodes(run / "episodes.jsonl")[0]}
+    after = {(r.task_id, r.seed): r.reward for r in read_episodes(run / "episodes.rescored.jsonl")[0]}
+    assert after == before and 0.0 in before.values() and 1.0 in before.values()
