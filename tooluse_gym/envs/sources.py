@@ -13,6 +13,8 @@ Keys (all but ``kind`` optional):
   a list or comma-separated (default: all).
 - ``path``: ``scenario``: a scenario file or folder, or a list of them (required).
 - ``task_ids``: only these tasks, in this order.
+- ``split``: ``bfcl``: ``train`` or ``heldout``, only the tasks on that side of the published RL
+  split (`tooluse_gym.tasks.rl_split`); the card's category is then ``bfcl:<category>@<split name>:<side>``.
 - ``limit``: that many tasks, evenly spaced over the selection.
 - ``next_turn``: each task cut after each of its checked turns, one prompt per cut
   (`next_turn_task`: the turns before are played from the ground truth, the model plays the
@@ -28,11 +30,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from tooluse_gym.envs.builder import TaskPool
-from tooluse_gym.tasks import bfcl, evenly_spaced
+from tooluse_gym.tasks import bfcl, evenly_spaced, rl_split
 from tooluse_gym.tasks.task import Task
 
 SOURCE_KINDS = ("bfcl", "scenario")
-SOURCE_KEYS = ("kind", "category", "path", "task_ids", "limit", "next_turn")
+SOURCE_KEYS = ("kind", "category", "path", "task_ids", "limit", "next_turn", "split")
 TURN_SEPARATOR = "@turn"
 """Joins a task id and a turn into a next-turn prompt's id (``multi_turn_base_0@turn2``)."""
 
@@ -78,12 +80,18 @@ def source_pool(source: Mapping[str, Any]) -> TaskPool:
         raise ValueError(f"a task source's kind must be one of {', '.join(SOURCE_KINDS)}; got {kind!r}")
     category = source.get("category")
     task_ids = source.get("task_ids")
+    if source.get("split") is not None and kind != "bfcl":
+        raise ValueError("a task source's split is for kind bfcl (the published BFCL multi-turn RL split)")
     if kind == "bfcl":
         category = category or "base"
         tasks = bfcl.load_bfcl_tasks(category, list(task_ids) if task_ids else None)
-        from tooluse_gym.envs.multi_turn import bfcl_pool
+        from tooluse_gym.envs.multi_turn import bfcl_pool, in_split
 
-        pool = bfcl_pool(tasks, f"bfcl:{category}")
+        label = f"bfcl:{category}"
+        if split := source.get("split"):
+            tasks = in_split(tasks, split, named=bool(task_ids))
+            label = f"{label}@{rl_split.SPLIT_NAME}:{split}"
+        pool = bfcl_pool(tasks, label)
     else:
         from tooluse_gym.envs.scenario import scenario_pool
         from tooluse_gym.tasks.scenario import load_scenario_set
