@@ -57,6 +57,9 @@ class AgentRequest:
         max_tokens: This request's cap on new tokens, below the sampling settings' (None: theirs).
         prompt_format: The env's ``prompt_format`` knob (a configuration of BFCL's format grid: the
             call syntax it asks for), or None.
+        session: The episode's id, unique across runs (the rollout loop sets it; None: no episode):
+            an agent over several servers sends all of an episode's requests to one server by it,
+            and names it in a session header for routers that read one.
     """
 
     observation: Mapping[str, Any]
@@ -70,6 +73,7 @@ class AgentRequest:
     prompt_token_ids: tuple[int, ...] | None = None
     max_tokens: int | None = None
     prompt_format: str | None = None
+    session: str | None = None
 
 
 FAILURE_CODES: Mapping[str, str] = {
@@ -166,6 +170,15 @@ class StreamingAgent(Agent, Protocol):
 
     def collect(self) -> list[tuple[Hashable, Generation]]:
         """Block until at least one submitted request is done; return every one that is (nothing in flight: [])."""
+        ...
+
+
+@runtime_checkable
+class ServedAgent(Agent, Protocol):
+    """An agent whose requests go to several model servers, and that says how each fared."""
+
+    def server_report(self) -> list[dict[str, Any]] | None:
+        """Per server: its URL, episodes, requests and failures (None: one server, nothing to report)."""
         ...
 
 

@@ -39,6 +39,8 @@ class BackendSpec:
             None: the backend's default).
         tensor_parallel_size: GPUs one vLLM engine spreads the model over.
         base_url: Endpoint of the ``openai`` backend.
+        base_urls: Several endpoints of the ``openai`` backend, instead of `base_url` (each episode's
+            requests go to one of them: `OpenAIAgentConfig.base_urls`).
         text_replies: ``openai`` backend: ``decode`` or ``fc`` (`OpenAIAgentConfig`).
         options: Further settings of the backend's own config class, by name (e.g. ``max_model_len``
             and ``in_process`` for vLLM, ``timeout_s`` for openai, ``threads`` for hf).
@@ -49,6 +51,7 @@ class BackendSpec:
     dtype: str | None = None
     tensor_parallel_size: int = 1
     base_url: str | None = None
+    base_urls: tuple[str, ...] = ()
     text_replies: str = "decode"
     options: Mapping[str, Any] = field(default_factory=dict)
 
@@ -61,6 +64,8 @@ class BackendSpec:
             raise ValueError(f"tensor_parallel_size {self.tensor_parallel_size}: a vllm backend's GPU count, >= 1")
         if self.text_replies not in ("decode", "fc") or (self.text_replies != "decode" and self.backend != "openai"):
             raise ValueError(f"text_replies {self.text_replies!r}: decode, or fc with the openai backend")
+        if self.base_urls and self.backend != "openai":
+            raise ValueError(f"base_urls: endpoints of the openai backend, not of {self.backend}")
 
 
 def make_agent(spec: BackendSpec, *, model: Any = None, tokenizer: Any = None, progress: bool = True) -> Agent:
@@ -99,7 +104,9 @@ def make_agent(spec: BackendSpec, *, model: Any = None, tokenizer: Any = None, p
         return VLLMAgent(_config(VLLMAgentConfig, {**local, **tp}, spec))
     from tooluse_agents.backends.openai_compat import OpenAIAgent, OpenAIAgentConfig
 
-    served = {"model": spec.model, "base_url": spec.base_url, "text_replies": spec.text_replies}
+    served: dict[str, Any] = {"model": spec.model, "base_url": spec.base_url, "text_replies": spec.text_replies}
+    if spec.base_urls:
+        served["base_urls"] = tuple(spec.base_urls)
     return OpenAIAgent(_config(OpenAIAgentConfig, served, spec))
 
 

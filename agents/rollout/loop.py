@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -73,6 +74,7 @@ def request_for(
     seed: int,
     *,
     episode: int = 0,
+    session: str | None = None,
 ) -> AgentRequest:
     """The agent request at an episode's current position, from what the env returned.
 
@@ -82,6 +84,7 @@ def request_for(
         info: The latest `info` (the reset's before the first step): ``turn`` and ``steps_in_turn``.
         seed: The episode's seed; it becomes a per-request seed of the request's place in the episode.
         episode: The loop's number for the episode (`AgentRequest.episode`).
+        session: The episode's id, unique across runs (`AgentRequest.session`).
     """
     task = reset_info["task"]
     turn, steps = info["turn"], info["steps_in_turn"]
@@ -94,6 +97,7 @@ def request_for(
         tool_format=reset_info["protocol"]["tool_format"],
         episode=episode,
         prompt_format=reset_info["protocol"].get("extra", {}).get("prompt_format"),
+        session=session,
     )
 
 
@@ -121,6 +125,7 @@ class _Slot:
     env: gym.Env
     job: RolloutJob | None = None
     number: int = 0
+    session: str = ""
     observation: dict[str, Any] | None = None
     reset_info: dict[str, Any] = field(default_factory=dict)
     infos: list[dict[str, Any]] = field(default_factory=list)
@@ -164,6 +169,7 @@ def run_rollouts(
     episodes: list[Episode] = []
     agent_info = agent.describe()
     numbers = itertools.count()
+    run_id = uuid.uuid4().hex[:12]  # with the episode's number, its session id (`AgentRequest.session`)
 
     def finish(slot: _Slot, error: AgentError | None = None) -> None:
         assert slot.job is not None
@@ -188,6 +194,7 @@ def run_rollouts(
         slot.job, slot.generations, slot.infos = None, [], []
         if queue:
             slot.job, slot.number = queue.popleft(), next(numbers)
+            slot.session = f"{run_id}-{slot.number}"
             slot.started = time.perf_counter()
             slot.observation, slot.reset_info = slot.env.reset(
                 seed=slot.job.seed, options={"task_id": slot.job.task_id}
@@ -214,7 +221,9 @@ def _request(slot: _Slot) -> AgentRequest:
     """The request for a slot's episode in play (its job is set, its env reset)."""
     assert slot.job is not None and slot.observation is not None
     info = slot.infos[-1] if slot.infos else slot.reset_info
-    return request_for(slot.observation, slot.reset_info, info, slot.job.seed, episode=slot.number)
+    return request_for(
+        slot.observation, slot.reset_info, info, slot.job.seed, episode=slot.number, session=slot.session
+    )
 
 
 def _play_lockstep(slots, agent, sampling, advance, on_batch) -> None:

@@ -37,6 +37,7 @@ class FaultyServer:
         self.default = default
         self.body = body
         self.requests: list[dict] = []
+        self.headers: list[dict[str, str]] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -46,6 +47,7 @@ class FaultyServer:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append(body)
+                server.headers.append(dict(self.headers))
                 action = server.script.pop(0) if server.script else server.default
                 if action == "hang":
                     time.sleep(HANG_S)
