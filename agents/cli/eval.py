@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tooluse_agents.backends.dtypes import DTYPE_HELP, DTYPES
+from tooluse_agents.backends.server_pool import server_lines
 from tooluse_agents.cli.config_loader import load
 from tooluse_agents.cli.flags import DefaultsHelpFormatter, add_config_flags, add_config_source, given_config
 from tooluse_agents.eval.estimators import (
@@ -58,6 +59,7 @@ from tooluse_gym.protocol import ProtocolCard
 _FLAGS: dict[str, dict[str, Any]] = {
     "agent": {"choices": AGENTS},
     "scenarios": {"metavar": "PATH"},
+    "base_urls": {"metavar": "URL"},
     "schedule": {"choices": SCHEDULES},
     "dtype": {"choices": DTYPES, "help": DTYPE_HELP},
     "text_replies": {"choices": ("decode", "fc")},
@@ -307,6 +309,8 @@ def _command(args: argparse.Namespace, given: Mapping[str, Any]) -> int:
             if banner:  # above the table: a dead endpoint must not read as a score of 0
                 print(banner + "\n")
             print(results_table(results))
+            if results.get("servers"):
+                print("\nmodel servers (this session):\n" + "\n".join(server_lines(results["servers"])))
             print(
                 f"\nresults: {args.out / 'results.json'}   report: {args.out / 'report.md'}   "
                 f"episodes: {args.out / 'episodes.jsonl'}   protocol {results['fingerprint']}   "

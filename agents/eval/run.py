@@ -17,7 +17,7 @@ import gymnasium as gym
 
 import tooluse_gym  # noqa: F401  (registers the env ids)
 from tooluse_agents.backends import factory as backends
-from tooluse_agents.backends.base import Agent, Generation, SamplingConfig
+from tooluse_agents.backends.base import Agent, Generation, SamplingConfig, ServedAgent
 from tooluse_agents.backends.factory import BACKENDS, BackendSpec
 from tooluse_agents.eval.plan import env_of_task_id, group_task_ids
 from tooluse_agents.eval.plan import eval_task_ids as eval_task_ids  # re-exported: callers import it from here
@@ -84,6 +84,8 @@ class EvalConfig:
             OpenAI-compatible server (`base_url`).
         model: The model: ``smollm2-135m``, a local model folder, or a served model name.
         base_url: OpenAI-compatible endpoint (``openai`` agent).
+        base_urls: Several OpenAI-compatible endpoints serving the model, instead of `base_url` (``openai``
+            agent): each episode's requests go to one, and a server that fails has its episodes moved.
         categories: Categories to evaluate: BFCL multi-turn (base, miss_func, miss_param, long_context; left
             out: all of them) or BFCL single-turn (simple_python, simple_java, simple_javascript, multiple,
             parallel, parallel_multiple, irrelevance, live_simple, live_multiple, live_parallel,
@@ -121,6 +123,7 @@ class EvalConfig:
     agent: str
     model: str | None = None
     base_url: str | None = None
+    base_urls: tuple[str, ...] | None = None
     categories: tuple[str, ...] | None = None
     limit: int | None = None
     scenarios: tuple[str, ...] | None = None
@@ -185,13 +188,10 @@ class EvalConfig:
         data = dataclasses.asdict(self)
         changed = self.protocol.changed_from(env_defaults(self.env_id))
         data["protocol"] = {k: v for k, v in self.protocol.to_dict().items() if k in RECORDED_KNOBS or k in changed}
-        if data["tensor_parallel_size"] == 1:  # left out at its default: runs written before it existed resume
-            del data["tensor_parallel_size"]
-        if data["text_replies"] == "decode":  # the same
-            del data["text_replies"]
-        for key in ("search", "record_search"):  # the same
-            if data[key] is None:
-                del data[key]
+        defaults = {"tensor_parallel_size": 1, "text_replies": "decode", "search": None, "record_search": None}
+        for name, default in {**defaults, "base_urls": None}.items():  # left out at their defaults: runs
+            if data[name] == default:  # written before the setting existed resume
+                del data[name]
         return json.loads(json.dumps(data))
 
     def backend(self) -> BackendSpec:
@@ -202,6 +202,7 @@ class EvalConfig:
             dtype=self.dtype,
             tensor_parallel_size=self.tensor_parallel_size,
             base_url=self.base_url,
+            base_urls=self.base_urls or (),
             text_replies=self.text_replies,
         )
 
@@ -351,7 +352,7 @@ def run_eval(
     created = not out.exists()
     try:
         with run.lock():  # a second process starting a run into `out` is refused here
-            schedule = _start_and_play(config, out, run, cards, task_ids, envs, agent, force, progress)
+            schedule, servers = _start_and_play(config, out, run, cards, task_ids, envs, agent, force, progress)
     except BaseException:
         if created and not _played(episodes_path):  # a refused or failed start leaves no folder behind
             shutil.rmtree(out, ignore_errors=True)
@@ -366,6 +367,7 @@ def run_eval(
         "agent": agent_info,
         "config": config.to_dict(),
         "schedule": schedule,
+        **({"servers": servers} if servers else {}),  # several model servers: how each fared this session
         "summary": summary,
     }
     (out / "results.json").write_text(json.dumps(results, indent=2))
@@ -385,8 +387,11 @@ def _start_and_play(
     agent: Agent | None,
     force: bool,
     progress: bool,
-) -> str | None:
-    """Under the folder's lock: check what `out` holds, build the agent, play what is left; the schedule used."""
+) -> tuple[str | None, list[dict[str, Any]] | None]:
+    """Under the folder's lock: check what `out` holds, build the agent, play what is left.
+
+    Returns the schedule used and, for an agent over several servers, how each fared (`ServedAgent`).
+    """
     episodes_path = out / "episodes.jsonl"
     wanted = {(t, s) for s in config.seeds for t in task_ids}
     resumed = not force and run.check(_resumable(config.to_dict()))
@@ -421,10 +426,11 @@ def _start_and_play(
                 assert agent is not None
                 schedule = _play(config, agent, env_jobs, make_env, episodes_path, bar)
         bar.close()
+        servers = agent.server_report() if isinstance(agent, ServedAgent) else None
     finally:
         if owned and agent is not None:
             agent.close()
-    return schedule
+    return schedule, servers
 
 
 def _played(episodes_path: Path) -> bool:

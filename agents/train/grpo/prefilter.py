@@ -25,6 +25,7 @@ import argparse
 import dataclasses
 import json
 import sys
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +33,10 @@ from typing import Any
 
 import yaml
 
+from tooluse_agents.backends.base import ServedAgent
 from tooluse_agents.backends.dtypes import DTYPE_HELP, DTYPES
 from tooluse_agents.backends.factory import BACKENDS, BackendSpec, make_agent
+from tooluse_agents.backends.server_pool import server_lines
 from tooluse_agents.cli.config_loader import load
 from tooluse_agents.cli.flags import DefaultsHelpFormatter, add_config_flags, add_config_source, given_config
 from tooluse_agents.runs.records import EpisodeRecord
@@ -208,6 +211,8 @@ class PrefilterConfig:
         agent: The backend that plays the prompts.
         model: The (stronger) model: a local folder, a hub id, a served model name.
         base_url: OpenAI-compatible endpoint (``openai`` agent).
+        base_urls: Several OpenAI-compatible endpoints serving the model, instead of `base_url` (``openai``
+            agent): each episode's requests go to one, and a server that fails has its episodes moved.
         dtype: Local backends' dtype (`tooluse_agents.backends.dtypes`).
         samples: Rollouts per prompt (the paper: 8).
         min_correct: Correct rollouts to keep a prompt (the paper: 1).
@@ -218,6 +223,7 @@ class PrefilterConfig:
     agent: str
     model: str | None = None
     base_url: str | None = None
+    base_urls: tuple[str, ...] = ()
     dtype: str = "auto"
     samples: int = 8
     min_correct: int = 1
@@ -226,13 +232,16 @@ class PrefilterConfig:
 
     def backend(self) -> BackendSpec:
         """The backend that plays (`make_agent` builds it)."""
-        return BackendSpec(backend=self.agent, model=self.model, base_url=self.base_url, dtype=self.dtype)
+        return BackendSpec(
+            backend=self.agent, model=self.model, base_url=self.base_url, base_urls=self.base_urls, dtype=self.dtype
+        )
 
 
 _FLAGS: dict[str, dict[str, Any]] = {
     "agent": {"choices": BACKENDS, "required": True},
     "dtype": {"choices": DTYPES, "help": DTYPE_HELP},
     "out": {"required": True},
+    "base_urls": {"metavar": "URL"},
 }
 """What `tooluse train prefilter`'s flags add to the ones `PrefilterConfig`'s fields make."""
 
@@ -275,7 +284,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tooluse train prefilter: {e}", file=sys.stderr)
         return 2
     finally:
+        servers = agent.server_report() if isinstance(agent, ServedAgent) else None
         agent.close()
+    if servers:
+        print("model servers:\n" + "\n".join(server_lines(servers)), file=sys.stderr)
+    if failed := Counter(str(r.error["type"]) for r in records if r.error):
+        print(f"WARNING: rollouts that ended in an agent error count as unsolved: {dict(failed)}", file=sys.stderr)
     write_keep_list(keep, settings.out)
     if settings.episodes:
         from tooluse_agents.runs.jsonl import JsonlWriter
