@@ -76,7 +76,8 @@ class _Server:
     moved_out: int = 0
     failures: int = 0
     last_failure: str | None = None
-    down_until: float | None = None
+    failing: bool = False  # its last request failed to reach it (until one gets through)
+    down_until: float | None = None  # left out until then
 
     def down(self, now: float) -> bool:
         return self.down_until is not None and now < self.down_until
@@ -137,7 +138,7 @@ class ServerPool:
         with self._lock:
             server = self._servers[route.index]
             server.in_flight -= 1
-            server.down_until = None  # it answered: up again
+            server.failing, server.down_until = False, None  # it answered: up again
 
     def fail(self, route: Route, reason: str) -> bool:
         """The request sent to `route` could not reach the server: it is down for `down_s` seconds.
@@ -150,6 +151,7 @@ class ServerPool:
             server.in_flight -= 1
             server.failures += 1
             server.last_failure = reason
+            server.failing = True
             now = self._clock()
             was_up = not server.down(now)
             server.down_until = now + self._down_s
@@ -167,9 +169,13 @@ class ServerPool:
             return [s.url for s in self._servers if not s.down(now)]
 
     def report(self) -> list[dict[str, Any]]:
-        """Each server's counts and health, for the run's results: URL, episodes, requests, failures, down."""
+        """Each server's counts and health, for the run's results.
+
+        Per server: its URL, ``episodes`` (started there or moved there), ``requests``, ``moved_out``
+        (episodes moved away after it failed), ``failures``, ``last_failure`` and ``down`` (its last
+        request failed to reach it: no request got through since).
+        """
         with self._lock:
-            now = self._clock()
             return [
                 {
                     "url": s.url,
@@ -178,7 +184,7 @@ class ServerPool:
                     "moved_out": s.moved_out,
                     "failures": s.failures,
                     "last_failure": s.last_failure,
-                    "down": s.down(now),
+                    "down": s.failing,
                 }
                 for s in self._servers
             ]

@@ -133,8 +133,9 @@ def test_when_no_server_answers_the_episodes_fail_as_agent_errors_naming_each_se
             s.bind(("127.0.0.1", 0))
             urls.append(f"http://127.0.0.1:{s.getsockname()[1]}/v1")
         config = EvalConfig(agent="openai", model="m", base_urls=tuple(urls), task_ids=TASKS[:2])
-        with pytest.warns(ServerDownWarning, match="no server is up"):
+        with pytest.warns(ServerDownWarning) as warned:
             results = run_eval(config, tmp_path / "run", agent=agent_over(*urls), progress=False)
+    assert [str(w.message).split("; ")[-1] for w in warned] == [f"its episodes move to {urls[1]}", "no server is up"]
     assert results["summary"]["agent_errors"] == {"connection_error": 2}
     for line in (tmp_path / "run" / "episodes.jsonl").read_text().splitlines():
         error = json.loads(line)["error"]
