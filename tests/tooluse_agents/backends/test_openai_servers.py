@@ -15,7 +15,7 @@ from collections import defaultdict
 import gymnasium as gym
 import pytest
 
-from tests.tooluse_agents.backends.test_openai_agent import FaultyServer, server_factory  # noqa: F401 (a fixture)
+from tests.tooluse_agents.backends.test_openai_agent import FaultyServer
 from tooluse_agents.backends.base import AgentRequest, SamplingConfig
 from tooluse_agents.backends.factory import BackendSpec, make_agent
 from tooluse_agents.backends.openai_compat import OpenAIAgent, OpenAIAgentConfig, ServerDownWarning
@@ -25,6 +25,20 @@ from tooluse_agents.rollout.loop import RolloutJob, run_rollouts
 
 TASKS = ("multi_turn_base_0", "multi_turn_base_1", "multi_turn_base_2", "multi_turn_base_3")
 SAMPLING = SamplingConfig(max_tokens=8)
+
+
+@pytest.fixture
+def stub():
+    """Makes loopback servers that answer every chat completion with a text reply; all stopped at the end."""
+    made: list[FaultyServer] = []
+
+    def make() -> FaultyServer:
+        made.append(FaultyServer([]))
+        return made[-1]
+
+    yield make
+    for server in made:
+        server.close()
 
 
 @pytest.fixture
@@ -49,8 +63,8 @@ def sessions(server: FaultyServer) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("schedule", ["async", "lockstep"])
-def test_each_episode_stays_on_one_server_and_names_itself_in_a_header(server_factory, tmp_path, schedule):  # noqa: F811
-    a, b = server_factory([]), server_factory([])
+def test_each_episode_stays_on_one_server_and_names_itself_in_a_header(stub, tmp_path, schedule):
+    a, b = stub(), stub()
     config = EvalConfig(
         agent="openai", model="m", base_urls=(a.url, b.url), task_ids=TASKS, num_envs=4, schedule=schedule
     )
@@ -70,8 +84,8 @@ def test_each_episode_stays_on_one_server_and_names_itself_in_a_header(server_fa
     assert records[0]["agent"]["base_urls"] == [a.url, b.url]
 
 
-def test_one_server_keeps_its_results_and_sends_the_header(server_factory, tmp_path):  # noqa: F811
-    a = server_factory([])
+def test_one_server_keeps_its_results_and_sends_the_header(stub, tmp_path):
+    a = stub()
     agent = OpenAIAgent(OpenAIAgentConfig(model="m", base_url=a.url))
     config = EvalConfig(agent="openai", model="m", base_url=a.url, task_ids=TASKS[:1])
     results = run_eval(config, tmp_path / "run", agent=agent, progress=False)
@@ -79,8 +93,8 @@ def test_one_server_keeps_its_results_and_sends_the_header(server_factory, tmp_p
     assert list(sessions(a)) != [""]  # a router behind the one URL still sees the episode
 
 
-def test_no_session_header_when_turned_off_or_without_an_episode(server_factory):  # noqa: F811
-    a = server_factory([])
+def test_no_session_header_when_turned_off_or_without_an_episode(stub):
+    a = stub()
     request = AgentRequest(observation={"messages": [{"role": "user", "content": "hi"}]}, seed=0, tool_format="python")
     OpenAIAgent(OpenAIAgentConfig(model="m", base_url=a.url)).generate([request], SAMPLING)
     agent = OpenAIAgent(OpenAIAgentConfig(model="m", base_url=a.url, session_header=None))
@@ -89,11 +103,11 @@ def test_no_session_header_when_turned_off_or_without_an_episode(server_factory)
 
 
 def test_an_unreachable_server_among_several_loses_its_episodes_to_the_others(
-    server_factory,  # noqa: F811
+    stub,
     refused_url,
     tmp_path,
 ):
-    live = server_factory([])
+    live = stub()
     config = EvalConfig(agent="openai", model="m", base_urls=(refused_url, live.url), task_ids=TASKS, num_envs=4)
     with pytest.warns(ServerDownWarning, match=f"model server {refused_url} failed .*move to {live.url}"):
         results = run_eval(config, tmp_path / "run", agent=agent_over(refused_url, live.url), progress=False)
@@ -104,8 +118,8 @@ def test_an_unreachable_server_among_several_loses_its_episodes_to_the_others(
     assert alive["episodes"] == 4 and len(sessions(live)) == 4
 
 
-def test_a_server_that_stops_mid_run_has_its_episodes_moved_and_none_lost(server_factory):  # noqa: F811
-    a, b = server_factory([]), server_factory([])
+def test_a_server_that_stops_mid_run_has_its_episodes_moved_and_none_lost(stub):
+    a, b = stub(), stub()
     agent = agent_over(a.url, b.url)
     jobs = [RolloutJob(t, s) for t in TASKS for s in (0, 1)]
     done = []
@@ -132,7 +146,7 @@ def test_when_no_server_answers_the_episodes_fail_as_agent_errors_naming_each_se
         for s in (one, two):
             s.bind(("127.0.0.1", 0))
             urls.append(f"http://127.0.0.1:{s.getsockname()[1]}/v1")
-        config = EvalConfig(agent="openai", model="m", base_urls=tuple(urls), task_ids=TASKS[:2])
+        config = EvalConfig(agent="openai", model="m", base_urls=tuple(urls), task_ids=TASKS[:2], num_envs=1)
         with pytest.warns(ServerDownWarning) as warned:
             results = run_eval(config, tmp_path / "run", agent=agent_over(*urls), progress=False)
     assert [str(w.message).split("; ")[-1] for w in warned] == [f"its episodes move to {urls[1]}", "no server is up"]
@@ -153,8 +167,8 @@ def test_bad_server_lists_are_refused():
         BackendSpec(backend="vllm", model="m", base_urls=("http://h/v1",))
 
 
-def test_the_command_line_takes_several_servers_and_says_how_each_fared(server_factory, tmp_path, capsys):  # noqa: F811
-    a, b = server_factory([]), server_factory([])
+def test_the_command_line_takes_several_servers_and_says_how_each_fared(stub, tmp_path, capsys):
+    a, b = stub(), stub()
     out = tmp_path / "run"
     args = ["run", "--agent", "openai", "--model", "m", "--task-ids", *TASKS[:2], "--num-envs", "2"]
     code = main([*args, "--base-urls", a.url, b.url, "--out", str(out), "--no-progress"])
@@ -165,3 +179,22 @@ def test_the_command_line_takes_several_servers_and_says_how_each_fared(server_f
     bad = tmp_path / "bad"
     code = main([*args, "--base-urls", a.url, "localhost:8000", "--out", str(bad), "--no-progress"])
     assert code == 2 and "'localhost:8000' is not an http(s) URL" in capsys.readouterr().err and not bad.exists()
+
+
+def test_train_prefilter_plays_over_several_servers_and_says_which_failed(stub, refused_url, tmp_path, capsys):
+    from tests.tooluse_agents.train.grpo.test_prefilter import CHECK
+    from tooluse_agents.cli.train import main as train
+
+    live = stub()  # answers "hello": no prompt is solved
+    out = tmp_path / "kept.yaml"
+    args = ["prefilter", str(CHECK), "--agent", "openai", "--model", "m", "--samples", "2", "--out", str(out)]
+    with pytest.warns(ServerDownWarning, match=f"model server {refused_url} failed"):
+        assert train([*args, "--base-urls", refused_url, live.url]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["rollouts"] == 6
+    assert (
+        f"  {refused_url}: " in captured.err
+        and "FAILED" in captured.err
+        and f"  {live.url}: 6 episodes" in captured.err
+    )
+    assert "agent error" not in captured.err  # every rollout moved to the live server

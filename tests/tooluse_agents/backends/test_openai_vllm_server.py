@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -10,6 +11,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -37,39 +40,80 @@ def _serve_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "tooluse_agents.backends.serve"]
 
 
+@dataclass(frozen=True)
+class Served:
+    """A `tooluse-serve` process and its base URL (``.../v1``)."""
+
+    process: subprocess.Popen
+    url: str
+    log: Path
+
+    def kill(self) -> None:
+        """SIGKILL the server's whole process group (vLLM's engine process included), as a crash would."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=60)
+
+
+@contextlib.contextmanager
+def served(folder: Path, count: int = 1) -> Iterator[list[Served]]:
+    """`count` servers of `tooluse-serve smollm2-135m` on free loopback ports, started at once, stopped on exit.
+
+    Each with its CPU defaults and a 1 GiB KV cache (a shared CPU); float32 on every machine: its
+    logits do not depend on the batch (bf16's do), which the schedule and routing tests need.
+    """
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}  # an explicit setting wins over the free-memory default
+    servers = []
+    try:
+        for n in range(count):
+            port = _free_port()
+            command = [*_serve_command(), "smollm2-135m", "--served-model-name", "smollm2", "--port", str(port)]
+            command += ["--dtype", "float32"]
+            log = folder / f"server{n}.log"
+            with log.open("w") as out:
+                process = subprocess.Popen(
+                    command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                )
+            servers.append(Served(process, f"http://127.0.0.1:{port}/v1", log))
+        for server in servers:
+            _wait_ready(server)
+        yield servers
+    finally:
+        for server in servers:
+            _stop(server.process)
+
+
+def _wait_ready(server: Served, wait_s: float = 300) -> None:
+    deadline = time.monotonic() + wait_s
+    while True:
+        if server.process.poll() is not None:
+            pytest.fail(f"tooluse-serve exited with {server.process.returncode}:\n{server.log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(server.url + "/models", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail(f"tooluse-serve not ready after {wait_s:.0f} s:\n{server.log.read_text()[-3000:]}")
+        time.sleep(2)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the group: vLLM's engine process too
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=60)
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """`tooluse-serve smollm2-135m` on a free loopback port, with its CPU defaults (a 1 GiB KV cache: shared CPU)."""
-    port = _free_port()
-    log = tmp_path_factory.mktemp("vllm-server") / "server.log"
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}  # an explicit setting wins over the free-memory default
-    # float32 on every machine: its logits do not depend on the batch (bf16's do), which the schedule test needs
-    command = [*_serve_command(), "smollm2-135m", "--served-model-name", "smollm2", "--port", str(port)]
-    command += ["--dtype", "float32"]
-    with log.open("w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    try:
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"tooluse-serve exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(url + "/v1/models", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"tooluse-serve not ready after 300 s:\n{log.read_text()[-3000:]}")
-            time.sleep(2)
-        yield url + "/v1"
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+    """One `tooluse-serve smollm2-135m` (`served`); its base URL."""
+    with served(tmp_path_factory.mktemp("vllm-server")) as (one,):
+        yield one.url
 
 
 def test_serves_the_model_under_its_name(server):
