@@ -12,7 +12,7 @@ import json
 import os
 import time
 import warnings
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -119,13 +119,16 @@ class OpenAIAgent:
             openai.APIConnectionError,
         )
 
-        def stop_when_down(index: int) -> Any:  # with several servers: stop retrying one that is marked down
-            return lambda state: len(self._clients) > 1 and self.servers.is_down(index)
+        attempts = tenacity.stop_after_attempt(config.max_attempts)
+
+        def stop(index: int) -> Callable[[tenacity.RetryCallState], bool]:
+            """After the last attempt; with several servers, also once a request found this one down."""
+            return lambda state: attempts(state) or (len(self._clients) > 1 and self.servers.is_down(index))
 
         self._creates = [
             tenacity.retry(
                 retry=tenacity.retry_if_exception_type(retryable),
-                stop=tenacity.stop_after_attempt(config.max_attempts) | stop_when_down(i),
+                stop=stop(i),
                 wait=tenacity.wait_random_exponential(multiplier=config.backoff_s, max=config.backoff_max_s),
                 reraise=True,
             )(client.chat.completions.create)

@@ -71,7 +71,7 @@ RECORDED_KNOBS = (
 they differ from the env id's defaults."""
 
 
-_RESUMABLE_ACROSS = {"schedule"}  # settings that cannot change a verdict: a run may resume under another value
+_RESUMABLE_ACROSS = {"schedule", "base_urls"}  # cannot change a verdict: a run may resume under another value
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,6 +22,7 @@ from tooluse_agents.backends.openai_compat import OpenAIAgent, OpenAIAgentConfig
 from tooluse_agents.cli.eval import main
 from tooluse_agents.eval.run import EvalConfig, run_eval
 from tooluse_agents.rollout.loop import RolloutJob, run_rollouts
+from tooluse_agents.runs.rundir import RunConflict
 
 TASKS = ("multi_turn_base_0", "multi_turn_base_1", "multi_turn_base_2", "multi_turn_base_3")
 SAMPLING = SamplingConfig(max_tokens=8)
@@ -198,3 +199,16 @@ def test_train_prefilter_plays_over_several_servers_and_says_which_failed(stub, 
         and f"  {live.url}: 6 episodes" in captured.err
     )
     assert "agent error" not in captured.err  # every rollout moved to the live server
+
+
+def test_a_run_resumes_over_another_list_of_servers(stub, refused_url, tmp_path):
+    a, b = stub(), stub()
+    first = EvalConfig(agent="openai", model="m", base_urls=(refused_url, a.url), task_ids=TASKS[:1])
+    with pytest.warns(ServerDownWarning):
+        run_eval(first, tmp_path / "run", agent=agent_over(refused_url, a.url), progress=False)
+    again = dataclasses.replace(first, base_urls=(a.url, b.url), task_ids=TASKS[:2])  # the dead server left out
+    with pytest.raises(RunConflict):  # other tasks: another run
+        run_eval(again, tmp_path / "run", agent=agent_over(a.url, b.url), progress=False)
+    again = dataclasses.replace(first, base_urls=(a.url, b.url))
+    results = run_eval(again, tmp_path / "run", agent=agent_over(a.url, b.url), progress=False)
+    assert results["summary"]["episodes"] == 1 and results["summary"]["agent_errors"] == {}
