@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,7 @@ __all__ = [
     "is_memory_episode",
     "played_segments",
     "question_result",
+    "verdict_warnings",
     "write_lines",
 ]
 
@@ -229,16 +230,16 @@ def _agentic_warnings(records: Sequence[EpisodeRecord]) -> dict[str, str]:
     return found
 
 
-def _verdict_warnings(
-    records: Sequence[EpisodeRecord], tasks: Mapping[tuple[str, str], MemoryTask], encoding: str
+def verdict_warnings(
+    records: Sequence[EpisodeRecord], task_of: Callable[[EpisodeRecord], AgenticTask], encoding: str
 ) -> list[str]:
-    """The questions whose verdict under BFCL's rule, on the written steps, differs from the run's."""
+    """The questions whose verdict under BFCL's rule, on the written steps, differs from the run's (any agentic run)."""
     differ = []
     for r in records:
         if failed_inference(r):
             continue
         ours = {str(q.get("task_id")): bool(q.get("valid")) for q in r.questions}
-        for played in played_segments(r, _task_of(tasks, r)):
+        for played in played_segments(r, task_of(r)):
             question = played.segment.question
             if question is None or played.turns is None:
                 continue
@@ -316,7 +317,8 @@ class _Memory:
     def plan(self, episodes: Sequence[EpisodeRecord], fc_run: bool) -> tuple[Target, list[str]]:
         tasks = _tasks(episodes)
         target = TARGETS["fc" if fc_run else encoding_of(episodes)]
-        return target, _protocol_warnings(episodes) + _verdict_warnings(episodes, tasks, target.encoding)
+        warnings = verdict_warnings(episodes, lambda r: _task_of(tasks, r), target.encoding)
+        return target, _protocol_warnings(episodes) + warnings
 
     def write_root(self, root: Path, target: Target, records: Sequence[EpisodeRecord]) -> tuple[str, ...]:
         return _write_root(root, target, records)

@@ -24,15 +24,19 @@ from typing import Any
 
 from tooluse_agents.export.base import TARGETS, StepMismatch, Target, bfcl_folder, check_steps, encoding_of
 from tooluse_agents.export.folders import ExportError
-from tooluse_agents.export.memory import agentic_warnings, bfcl_verdict, played_segments, question_result, write_lines
+from tooluse_agents.export.memory import (
+    agentic_warnings,
+    played_segments,
+    question_result,
+    verdict_warnings,
+    write_lines,
+)
 from tooluse_agents.runs.records import EpisodeRecord
 from tooluse_gym.envs import WEB_SEARCH_ID
 from tooluse_gym.tasks import bfcl
 from tooluse_gym.tasks.bfcl_web_search import CATEGORIES, WebSearchTask, load_web_search_tasks
 
 __all__ = ["FORMAT", "is_web_search_episode"]
-
-_SHOWN = 5
 
 
 def is_web_search_episode(record: EpisodeRecord) -> bool:
@@ -68,27 +72,6 @@ def _backend_warnings(records: Sequence[EpisodeRecord]) -> list[str]:
     ]
 
 
-def _verdict_warnings(records: Sequence[EpisodeRecord], tasks: Mapping[str, WebSearchTask], encoding: str) -> list[str]:
-    differ = []
-    for r in records:
-        ours = {str(q.get("task_id")): bool(q.get("valid")) for q in r.questions}
-        for played in played_segments(r, tasks[r.task_id]):
-            question = played.segment.question
-            if (
-                question is None
-                or played.turns is None
-                or not isinstance(result := question_result(r, played, encoding), list)
-            ):
-                continue
-            theirs = bfcl_verdict(result[0], encoding, question.answers)
-            if theirs.valid != ours.get(question.task_id, False):
-                differ.append(f"{question.task_id} seed {r.seed} (BFCL: {theirs.error_type or 'valid'})")
-    if not differ:
-        return []
-    shown = ", ".join(differ[:_SHOWN]) + (f" and {len(differ) - _SHOWN} more" if len(differ) > _SHOWN else "")
-    return [f"BFCL's checker on the written steps gives {len(differ)} questions another verdict than the run: {shown}"]
-
-
 def _write_root(root: Path, target: Target, records: Sequence[EpisodeRecord]) -> tuple[str, ...]:
     tasks = _tasks(records)
     lines: dict[str, list[tuple[str, Any]]] = defaultdict(list)
@@ -118,7 +101,7 @@ class _WebSearch:
         tasks = _tasks(episodes)
         target = TARGETS["fc" if fc_run else encoding_of(episodes)]
         warnings = agentic_warnings(episodes) + _backend_warnings(episodes)
-        return target, warnings + _verdict_warnings(episodes, tasks, target.encoding)
+        return target, warnings + verdict_warnings(episodes, lambda r: tasks[r.task_id], target.encoding)
 
     def write_root(self, root: Path, target: Target, records: Sequence[EpisodeRecord]) -> tuple[str, ...]:
         return _write_root(root, target, records)

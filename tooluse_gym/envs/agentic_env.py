@@ -205,14 +205,7 @@ class AgenticEnv(TaskEnv):
         records = self.runtime.execute(parsed.calls)
         self.steps_in_turn += 1
         self.total_steps += 1
-        ids = self.messages[-1].get("tool_calls") or []
-        for i, record in enumerate(records):
-            call_id = ids[i]["id"] if i < len(ids) else f"call_{self.turn}_{self.steps_in_turn}_{i}"
-            self.call_records[call_id] = record
-            self.messages.append(
-                {"role": "tool", "tool_call_id": call_id, "name": record.call.name, "content": record.result}
-            )
-        return tuple(r.result for r in records)
+        return self._show_results(records)
 
     def _backend_report(self) -> dict[str, Any] | None:
         report = getattr(self.runtime.instances[self.episode_task().backend], "report", None)  # type: ignore[attr-defined]

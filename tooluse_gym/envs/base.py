@@ -7,6 +7,7 @@ read only what it declares.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -53,6 +54,22 @@ class TaskEnv(gym.Env[dict, Any]):
         if verdict is not None:
             lines.append(f"= valid={verdict.valid} error_type={verdict.error_type}")
         return "\n".join(lines) + "\n"
+
+    def _show_results(self, records: Sequence[CallRecord]) -> tuple[str, ...]:
+        """Append one tool message per executed call (the assistant's call ids, else made-up ones); their results.
+
+        For envs that keep ``messages``, ``turn`` and ``steps_in_turn`` (counted after the step's calls ran).
+        """
+        messages: list[dict[str, Any]] = self.messages  # type: ignore[attr-defined]
+        turn, step = self.turn, self.steps_in_turn  # type: ignore[attr-defined]
+        ids = messages[-1].get("tool_calls") or []
+        for i, record in enumerate(records):
+            call_id = ids[i]["id"] if i < len(ids) else f"call_{turn}_{step}_{i}"
+            self.call_records[call_id] = record
+            messages.append(
+                {"role": "tool", "tool_call_id": call_id, "name": record.call.name, "content": record.result}
+            )
+        return tuple(r.result for r in records)
 
     def _shown_verdict(self) -> Any:
         """The episode's verdict once known (with ``valid`` and ``error_type``), for `render`; None before."""

@@ -266,14 +266,7 @@ class ToolUseEnv(TaskEnv):
         self.steps_in_turn += 1
         self.total_steps += 1
         self.checker.record(r.result for r in records)
-        ids = self.messages[-1].get("tool_calls") or []
-        for i, record in enumerate(records):
-            call_id = ids[i]["id"] if i < len(ids) else f"call_{self.turn}_{self.steps_in_turn}_{i}"
-            self.call_records[call_id] = record
-            self.messages.append(
-                {"role": "tool", "tool_call_id": call_id, "name": record.call.name, "content": record.result}
-            )
-        return tuple(r.result for r in records)
+        return self._show_results(records)
 
     def _offered_names(self, turn: int) -> frozenset[str]:
         task = self.episode_task()
