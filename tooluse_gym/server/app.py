@@ -3,6 +3,7 @@
 tooluse serve-env                                   # BFCL multi-turn and single-turn at http://127.0.0.1:8000
 tooluse serve-env --scenarios scenarios/curriculum/train.yaml --tool-format json --port 8001
 tooluse serve-env --port 0                          # any free port (the start line names it)
+tooluse serve-env --workers 4 --max-sessions 2048   # 4 worker processes behind one port, 2048 sessions in all
 
 A client opens a WebSocket session at /ws (one env per session), resets it with the episode it wants
 and sends the assistant's messages:
@@ -18,6 +19,13 @@ last step's the checker's verdict. Also served: POST /reset and /step (stateless
 env per request), GET /state, /schema, /metadata, /health. The server has no authentication: keep it
 on loopback unless the network is yours. `uvicorn tooluse_gym.server.app:app` serves the same app,
 configured by these flags in $TOOLUSE_SERVE_ENV_ARGS. docs/integrations/openenv.md has the details.
+
+--workers N runs N uvicorn worker processes on the one port (each loads the tasks; a WebSocket
+session stays on the worker that accepted it). --max-sessions counts across all of them, and GET
+/sessions and GET /ready (200 once every worker has loaded its tasks, else 503) answer for the whole
+server. A worker that dies is restarted by uvicorn: its sessions end (the client's SessionLost), the
+others carry on, and its sessions stop counting. The start line comes once every worker is ready.
+docs/deploy.md: several servers behind a load balancer.
 """
 
 from __future__ import annotations
@@ -28,17 +36,33 @@ import os
 import shlex
 import socket
 import sys
+import tempfile
+import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
 from tooluse_gym.envs.flags import add_knob_flags, given_knobs
 
 if TYPE_CHECKING:
+    from tooluse_gym.server.capacity import SharedCapacity
     from tooluse_gym.server.server import ServeEnvConfig
 
 ENV_IDS = (MULTI_TURN_ID, SINGLE_TURN_ID, SCENARIO_ID)
 ARGS_VARIABLE = "TOOLUSE_SERVE_ENV_ARGS"
 """The environment variable holding this command's flags for `app` (``uvicorn tooluse_gym.server.app:app``)."""
+APP = "tooluse_gym.server.app:app"
+"""The import string of `app`: what each worker process of ``--workers N`` serves."""
+
+
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,7 +89,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--scenarios", nargs="+", default=[], metavar="PATH", help=f"scenario files or folders ({SCENARIO_ID})"
     )
-    p.add_argument("--max-sessions", type=int, default=64, help="concurrent WebSocket sessions (default: 64)")
+    p.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="N",
+        help="worker processes serving the one port; each loads the tasks (default: 1)",
+    )
+    p.add_argument(
+        "--max-sessions", type=int, default=64, help="concurrent WebSocket sessions, across all workers (default: 64)"
+    )
     p.add_argument(
         "--idle-timeout",
         type=float,
@@ -106,10 +139,12 @@ class _AppFromEnviron:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if self._app is None:
+            from tooluse_gym.server.capacity import CAPACITY_VARIABLE, SharedCapacity
             from tooluse_gym.server.server import make_app
 
             args = build_parser().parse_args(shlex.split(os.environ.get(ARGS_VARIABLE, "")))
-            self._app = make_app(serve_config(args))
+            shared = os.environ.get(CAPACITY_VARIABLE)  # a worker of `tooluse serve-env --workers N`
+            self._app = make_app(serve_config(args), capacity=SharedCapacity.claim(shared) if shared else None)
         await self._app(scope, receive, send)
 
 
@@ -150,10 +185,73 @@ def main(argv: list[str] | None = None) -> int:
     host, port = sock.getsockname()[:2]
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
     tasks = ", ".join(f"{e} ({len(catalog.task_ids[e]):,} tasks)" for e in config.env_ids)
-    print(f"tooluse serve-env: serving {tasks} at {url} (sessions: {url}/ws)", file=sys.stderr, flush=True)
+    workers = f"{args.workers} worker{'s' if args.workers > 1 else ''}, {config.max_sessions} sessions in all"
+    line = f"tooluse serve-env: serving {tasks} at {url} (sessions: {url}/ws; {workers})"
+    if args.workers > 1:
+        del served, catalog  # each worker loads its own
+        return _serve_workers(list(sys.argv[1:] if argv is None else argv), args.workers, config, sock, line)
+    print(line, file=sys.stderr, flush=True)
     server = uvicorn.Server(uvicorn.Config(served, log_level="warning", ws_max_size=config.max_request_bytes))
     server.run(sockets=[sock])
     return 0
+
+
+def _serve_workers(argv: list[str], workers: int, config: ServeEnvConfig, sock: socket.socket, line: str) -> int:
+    """Run `workers` uvicorn worker processes of `APP` on `sock` until SIGINT or SIGTERM (uvicorn's supervisor).
+
+    The workers learn the flags from `ARGS_VARIABLE` and share the session capacity through a file
+    named by `CAPACITY_VARIABLE` (`tooluse_gym.server.capacity`). uvicorn's supervisor restarts a
+    worker that dies, and stops everything when one fails before it could serve.
+    """
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    from tooluse_gym.server.capacity import CAPACITY_VARIABLE, SharedCapacity
+
+    with tempfile.TemporaryDirectory(prefix="tooluse-serve-env-") as folder:
+        capacity = SharedCapacity.create(Path(folder) / "capacity", workers=workers, max_sessions=config.max_sessions)
+        os.environ[ARGS_VARIABLE] = shlex.join(argv)
+        os.environ[CAPACITY_VARIABLE] = str(capacity.path)
+        supervisor = Multiprocess(
+            uvicorn.Config(
+                APP, workers=workers, log_level="warning", ws_max_size=config.max_request_bytes, lifespan="on"
+            ),
+            sockets=[sock],
+        )
+        watcher = _Watcher(capacity, line, supervisor.should_exit)
+        threading.Thread(target=watcher.run, name="tooluse-serve-env-watcher", daemon=True).start()
+        supervisor.run()
+        supervisor.should_exit.set()
+        capacity.close()
+    if not watcher.served:
+        print("tooluse serve-env: error: the workers stopped before they were all ready", file=sys.stderr)
+        return 1
+    return 0
+
+
+class _Watcher:
+    """The parent's view of its workers: prints the start line once all are ready, and a line when one dies."""
+
+    def __init__(self, capacity: SharedCapacity, line: str, stop: threading.Event):
+        self.capacity, self.line, self.stop = capacity, line, stop
+        self.served = False
+
+    def run(self) -> None:
+        seen: dict[int, int] = {}  # pid -> its sessions when last seen
+        while not self.stop.wait(0.2):
+            status = self.capacity.status()
+            if status.ready and not self.served:
+                print(self.line, file=sys.stderr, flush=True)
+                self.served = True
+            now = {w.pid: w.sessions for w in status.live}
+            for pid in seen.keys() - now.keys():
+                if not self.stop.is_set():
+                    print(
+                        f"tooluse serve-env: worker {pid} died with {seen[pid]} session(s); uvicorn starts another",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+            seen = now
 
 
 if __name__ == "__main__":

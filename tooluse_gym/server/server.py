@@ -9,8 +9,14 @@ instance, messages ``reset``, ``step``, ``state``, ``close``; what openenv's ``E
 `tooluse_gym.server.client.ToolUseEnvClient` speak), ``POST /reset`` and
 ``POST /step`` (stateless in openenv: each request gets a fresh env, so a whole episode needs
 ``/ws``; ``/reset`` shows an episode's first observation and card), ``GET /state``, ``/schema``,
-``/metadata``, ``/health``; and ours, ``GET /sessions`` (``{"open": n, "max_sessions": m}``: the
-session envs open now, so a client or a load test sees that closed and dropped sessions were freed).
+``/metadata``, ``/health`` (this worker answers); and ours, ``GET /sessions`` (``{"open": n,
+"max_sessions": m, ...}``: the session envs open now, so a client or a load test sees that closed and
+dropped sessions were freed, with the WebSocket sessions, readiness and workers across the whole
+server: `tooluse_gym.server.capacity.CapacityStatus.to_dict`) and ``GET /ready`` (the same body; 200
+once every worker has loaded its catalog, else 503: what a load balancer's readiness check reads).
+Every response, and a WebSocket's handshake, carries ``X-Tooluse-Worker`` (the answering worker's
+index). `--max-sessions` counts across the workers (`tooluse_gym.server.capacity`): one session more
+is refused with openenv's own ``CAPACITY_REACHED`` error, then the connection closes.
 
 One server serves several env ids (`Catalog`): BFCL multi-turn and single-turn, and
 ``ToolUse-Scenario-v0`` over the scenario files it was started with. A reset names the episode:
@@ -45,9 +51,10 @@ from typing import Any
 import gymnasium as gym
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from fastapi.websockets import WebSocketDisconnect
+from fastapi.websockets import WebSocket, WebSocketDisconnect
 from openenv.core.env_server import ConcurrencyConfig, Environment, create_fastapi_app
-from openenv.core.env_server.types import EnvironmentMetadata
+from openenv.core.env_server.exceptions import SessionCapacityError
+from openenv.core.env_server.types import EnvironmentMetadata, WSErrorCode, WSErrorResponse
 
 from tooluse_gym import __version__
 from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
@@ -55,6 +62,7 @@ from tooluse_gym.envs.knobs import Knobs, env_defaults
 from tooluse_gym.envs.settings import EnvSettings
 from tooluse_gym.envs.tool_env import task_ids
 from tooluse_gym.errors import ToolUseGymError
+from tooluse_gym.server.capacity import Capacity, CapacityReached, LocalCapacity
 from tooluse_gym.server.models import ToolUseAction, ToolUseObservation, ToolUseState
 
 SERVER_ONLY_KNOBS = ("tokenizer", "chat_template")
@@ -65,12 +73,15 @@ RESET_KEYS = ("seed", "episode_id", "env_id", "task_id")
 """The reset arguments other than knobs."""
 ENVS_PER_SESSION = 4
 """Built envs a session keeps (one per env id and knobs it reset with), least recently used dropped first."""
+WORKER_HEADER = "x-tooluse-worker"
+"""The response header (and WebSocket handshake header) naming the worker that answered: its slot index."""
 _INFO_PROMOTED = frozenset({"task", "task_id", "turn", "steps_in_turn", "protocol", "checker", "env_messages"})
 
 __all__ = [
     "RESET_KEYS",
     "RESET_KNOBS",
     "SERVER_ONLY_KNOBS",
+    "WORKER_HEADER",
     "Catalog",
     "EpisodeError",
     "OpenSessions",
@@ -181,12 +192,14 @@ class OpenSessions:
     """How many session envs are open now (built and not yet closed): what ``GET /sessions`` reports.
 
     Every env openenv builds counts while it is open: a WebSocket session's for the session's life,
-    a stateless HTTP request's for the request's.
+    a stateless HTTP request's for the request's. With `capacity`, each change is recorded there too
+    (the count of this worker, which ``/sessions`` adds up over the workers).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, capacity: Capacity | None = None) -> None:
         self._lock = threading.Lock()
         self._open = 0
+        self._capacity = capacity
 
     @property
     def open(self) -> int:
@@ -197,11 +210,15 @@ class OpenSessions:
         """One env more."""
         with self._lock:
             self._open += 1
+            if self._capacity is not None:
+                self._capacity.set_open(self._open)
 
     def closed(self) -> None:
         """One env fewer."""
         with self._lock:
             self._open -= 1
+            if self._capacity is not None:
+                self._capacity.set_open(self._open)
 
 
 class ToolUseEnvironment(Environment[ToolUseAction, ToolUseObservation, ToolUseState]):
@@ -390,6 +407,59 @@ class _TooLarge(Exception):
     pass
 
 
+class _Admission:
+    """ASGI middleware: a WebSocket session takes a slot of the server-wide cap for its life; responses name the worker.
+
+    Past the cap the session is refused as openenv refuses one past its own (its ``CAPACITY_REACHED``
+    error, then a close), but counted across every worker of the server (`Capacity`). openenv's own
+    per-process cap is the same number, so it never refuses first.
+    """
+
+    def __init__(self, app: Any, capacity: Capacity):
+        self.app = app
+        self.capacity = capacity
+        self.header = (WORKER_HEADER.encode(), str(capacity.index).encode())
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+
+        async def named(message: Any) -> None:
+            if message["type"] in ("http.response.start", "websocket.accept"):
+                message = {**message, "headers": [*message.get("headers", ()), self.header]}
+            await send(message)
+
+        if scope["type"] == "http":
+            await self.app(scope, receive, named)
+            return
+        try:
+            self.capacity.admit()
+        except CapacityReached as e:
+            await self._refuse(scope, receive, named, e)
+            return
+        try:
+            await self.app(scope, receive, named)
+        finally:
+            self.capacity.release()
+
+    @staticmethod
+    async def _refuse(scope: Any, receive: Any, send: Any, full: CapacityReached) -> None:
+        said = SessionCapacityError(active_sessions=full.active_sessions, max_sessions=full.max_sessions)
+        error = WSErrorResponse(
+            data={
+                "message": str(said),
+                "code": WSErrorCode.CAPACITY_REACHED,
+                "active_sessions": said.active_sessions,
+                "max_sessions": said.max_sessions,
+            }
+        )
+        websocket = WebSocket(scope, receive, send)
+        await websocket.accept()
+        await websocket.send_text(error.model_dump_json())
+        await websocket.close()
+
+
 class _QuietDisconnect:
     """ASGI middleware: a WebSocket whose client left first ends quietly.
 
@@ -409,15 +479,19 @@ class _QuietDisconnect:
             await self.app(scope, receive, send)
 
 
-def make_app(config: ServeEnvConfig, catalog: Catalog | None = None) -> FastAPI:
+def make_app(config: ServeEnvConfig, catalog: Catalog | None = None, capacity: Capacity | None = None) -> FastAPI:
     """The FastAPI app serving `config` (openenv-core's app factory, plus size caps and 4xx for bad requests).
 
     Args:
         config: What to serve and the limits.
         catalog: The env catalog, if already built (else built here: loads the tasks).
+        capacity: The sessions this process shares with the server's other workers (a worker of
+            ``tooluse serve-env --workers N``); default: this process alone (`LocalCapacity`).
+            Marked ready here, once the catalog is loaded.
     """
     catalog = catalog or Catalog(config)
-    sessions = OpenSessions()
+    capacity = capacity or LocalCapacity(config.max_sessions)
+    sessions = OpenSessions(capacity)
     app = create_fastapi_app(
         functools.partial(ToolUseEnvironment, catalog, sessions),
         ToolUseAction,
@@ -434,12 +508,19 @@ def make_app(config: ServeEnvConfig, catalog: Catalog | None = None) -> FastAPI:
     async def episode_error(request: Request, exc: Exception) -> JSONResponse:
         return JSONResponse({"detail": str(exc), "code": "NO_EPISODE"}, status_code=409)
 
-    @app.get("/sessions", tags=["Health"], summary="Session envs open now, and the cap")
-    async def open_sessions() -> dict[str, int]:
-        return {"open": sessions.open, "max_sessions": config.max_sessions}
+    @app.get("/sessions", tags=["Health"], summary="Sessions and envs open now, the cap, the workers")
+    async def open_sessions() -> dict[str, Any]:
+        return capacity.status().to_dict(capacity.index)
+
+    @app.get("/ready", tags=["Health"], summary="200 once every worker has loaded its catalog, else 503")
+    async def ready() -> JSONResponse:
+        status = capacity.status()
+        return JSONResponse(status.to_dict(capacity.index), status_code=200 if status.ready else 503)
 
     app.add_exception_handler(RequestError, request_error)
     app.add_exception_handler(EpisodeError, episode_error)
     app.add_middleware(_BodyLimit, max_bytes=config.max_request_bytes)
+    app.add_middleware(_Admission, capacity=capacity)  # outside the body limit: its 413 names the worker too
     app.add_middleware(_QuietDisconnect)
+    capacity.mark_ready()
     return app
