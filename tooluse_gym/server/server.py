@@ -39,10 +39,12 @@ over it closes that connection with code 1009 and a reason naming the limit). A 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import json
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -413,12 +415,18 @@ class _Admission:
     Past the cap the session is refused as openenv refuses one past its own (its ``CAPACITY_REACHED``
     error, then a close), but counted across every worker of the server (`Capacity`). openenv's own
     per-process cap is the same number, so it never refuses first.
+
+    A session's life ends when its connection does, or when openenv's reaper closes its env for
+    silence (the connection stays; its next message gets an error). The reaper gives no sign of that,
+    so the slot is given back once the connection has been silent for `idle_timeout` plus the reaper's
+    period (openenv-core 0.3.0 looks every max(timeout / 4, 5) s) and a second: by then the env is closed.
     """
 
-    def __init__(self, app: Any, capacity: Capacity):
+    def __init__(self, app: Any, capacity: Capacity, idle_timeout: float | None):
         self.app = app
         self.capacity = capacity
         self.header = (WORKER_HEADER.encode(), str(capacity.index).encode())
+        self.reaped_after = None if idle_timeout is None else idle_timeout + max(idle_timeout / 4, 5.0) + 1.0
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -438,10 +446,36 @@ class _Admission:
         except CapacityReached as e:
             await self._refuse(scope, receive, named, e)
             return
-        try:
-            await self.app(scope, receive, named)
-        finally:
+        last = time.monotonic()
+
+        async def heard() -> Any:
+            nonlocal last
+            message = await receive()
+            last = time.monotonic()
+            return message
+
+        async def said(message: Any) -> None:
+            nonlocal last
+            await named(message)
+            last = time.monotonic()
+
+        held = True
+
+        async def release_when_reaped(after: float) -> None:
+            nonlocal held
+            while (silent := time.monotonic() - last) < after:
+                await asyncio.sleep(after - silent)
+            held = False
             self.capacity.release()
+
+        watch = None if self.reaped_after is None else asyncio.create_task(release_when_reaped(self.reaped_after))
+        try:
+            await self.app(scope, heard, said)
+        finally:
+            if watch is not None:
+                watch.cancel()
+            if held:
+                self.capacity.release()
 
     @staticmethod
     async def _refuse(scope: Any, receive: Any, send: Any, full: CapacityReached) -> None:
@@ -520,7 +554,8 @@ def make_app(config: ServeEnvConfig, catalog: Catalog | None = None, capacity: C
     app.add_exception_handler(RequestError, request_error)
     app.add_exception_handler(EpisodeError, episode_error)
     app.add_middleware(_BodyLimit, max_bytes=config.max_request_bytes)
-    app.add_middleware(_Admission, capacity=capacity)  # outside the body limit: its 413 names the worker too
+    # outside the body limit: its 413 names the worker too
+    app.add_middleware(_Admission, capacity=capacity, idle_timeout=config.idle_timeout)
     app.add_middleware(_QuietDisconnect)
     capacity.mark_ready()
     return app
