@@ -208,8 +208,12 @@ class SharedCapacity:
         self._fd = fd
         self._index = index
         self._thread_lock = threading.Lock()
-        magic, self.workers, self.max_sessions, self.slots = _HEADER.unpack(os.pread(fd, _HEADER.size, 0))
+        header = os.pread(fd, _HEADER.size, 0)
+        magic, self.workers, self.max_sessions, self.slots = (
+            _HEADER.unpack(header) if len(header) == _HEADER.size else (b"", 0, 0, 0)
+        )
         if magic != _MAGIC:
+            os.close(fd)
             raise CapacityError(f"{path} is not a tooluse serve-env capacity file")
 
     @classmethod
