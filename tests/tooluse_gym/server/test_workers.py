@@ -127,7 +127,7 @@ def test_the_session_cap_counts_both_workers(server):
         refused_by: set[int] = set()
         for _ in range(40):  # each worker holds fewer than the cap, and still refuses: the cap is the server's
             async with connect(server.ws_url) as extra:
-                refusal = json.loads(await extra.recv())
+                refusal = json.loads(await asyncio.wait_for(extra.recv(), 30))  # accepted: no message comes
                 refused_by.add(int(extra.response.headers[WORKER_HEADER]))
             assert refusal["type"] == "error" and refusal["data"]["code"] == "CAPACITY_REACHED", refusal
             assert refusal["data"]["max_sessions"] == MAX_SESSIONS
