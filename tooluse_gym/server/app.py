@@ -55,7 +55,8 @@ APP = "tooluse_gym.server.app:app"
 """The import string of `app`: what each worker process of ``--workers N`` serves."""
 
 
-def _workers(text: str) -> int:
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1 (`--workers`)."""
     try:
         value = int(text)
     except ValueError:
@@ -91,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--workers",
-        type=_workers,
+        type=positive_int,
         default=1,
         metavar="N",
         help="worker processes serving the one port; each loads the tasks (default: 1)",
