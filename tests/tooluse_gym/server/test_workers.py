@@ -154,7 +154,7 @@ def test_a_killed_worker_ends_only_its_own_sessions_and_comes_back(server, episo
     played, expected = episodes
     a, b = played[0], played[1]
 
-    async def run() -> None:
+    async def run() -> int:
         victim: ToolUseEnvClient | None = None
         for _ in range(60):  # our client, on worker 0
             client = ToolUseEnvClient(base_url=server.url)
@@ -199,9 +199,10 @@ def test_a_killed_worker_ends_only_its_own_sessions_and_comes_back(server, episo
         result = await victim.reset(seed=a.seed, task_id=a.task_id)  # the same client starts a new session
         assert result.observation.task_id == a.task_id
         await victim.close()
+        return before[0]
 
-    asyncio.run(run())
+    killed = asyncio.run(run())
     deadline = time.monotonic() + 10
-    while not any("died with 1 session(s)" in line for line in server.log):
+    while not any(f"worker {killed} died with" in line for line in server.log):  # the parent says so
         assert time.monotonic() < deadline, "".join(server.log)
         time.sleep(0.1)
