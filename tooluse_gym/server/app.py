@@ -220,9 +220,11 @@ def _serve_workers(argv: list[str], workers: int, config: ServeEnvConfig, sock: 
             sockets=[sock],
         )
         watcher = _Watcher(capacity, line, supervisor.should_exit)
-        threading.Thread(target=watcher.run, name="tooluse-serve-env-watcher", daemon=True).start()
+        watching = threading.Thread(target=watcher.run, name="tooluse-serve-env-watcher", daemon=True)
+        watching.start()
         supervisor.run()
         supervisor.should_exit.set()
+        watching.join(5)
         capacity.close()
     if not watcher.served:
         print("tooluse serve-env: error: the workers stopped before they were all ready", file=sys.stderr)
