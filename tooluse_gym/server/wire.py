@@ -1,0 +1,168 @@
+"""The lighter wire: after the reset, a step's observation carries only what changed, and the client rebuilds the rest.
+
+A whole observation carries the chat so far and every tool schema again at every step (a BFCL
+multi-turn reset is about 40 KB of JSON, and each step repeats it). A session that asks for it at
+reset (``{"type": "reset", "data": {..., "observation": "delta"}}``) gets its observations as deltas
+instead; `tooluse_gym.server.client.ToolUseEnvClient` asks for it and rebuilds the whole observation
+(`DeltaDecoder`), so its users see exactly what the whole observation would have held.
+
+The default stays ``"full"``: a generic OpenEnv client (openenv-core's ``EnvClient``,
+``GenericEnvClient``, a plain WebSocket JSON client) does not know the delta fields, and would read a
+delta's ``messages`` (the new messages only) as the chat, and act on a wrong prompt. So deltas are
+opt-in, per episode, and only a client that rebuilds asks for them. The option is a wire setting,
+not a protocol knob: it changes what is sent, never what the env does or a verdict, so it is not in
+`tooluse_gym.envs.knobs.Knobs` and not on the protocol card.
+
+A delta observation is the whole observation with these changes:
+
+- ``messages``: the messages after the first ``delta["keep"]`` of the last observation (usually the
+  ones the step added; a wrapper that rewrites earlier messages, such as ``reasoning="strip"`` or
+  ``template="context"``, moves ``keep`` back to the first message that changed);
+- ``tools``: the whole list when ``delta["tools"]`` is true (it changed, or this is the reset), else
+  ``[]`` (unchanged);
+- ``prompt`` (with a server tokenizer): per ``delta["prompt"]``: ``"whole"`` (the whole prompt, or
+  None), ``"append"`` (the text that follows the last prompt, which it extends), ``"same"`` (None:
+  unchanged);
+- ``delta``: the header ``{"step", "keep", "length", "tools", "prompt", "prompt_length"}``. ``step``
+  is 0 at the reset and counts the episode's steps; ``length`` and ``prompt_length`` are the whole
+  observation's number of messages and prompt characters.
+
+Every other field (``env_messages``, ``protocol``, ``checker``, ``info``, ``reward``, ``done``, ...) is
+per step already and goes as it is. The rebuild checks the header against what it holds: a delta
+that does not follow the last observation (a step missed or answered twice, a decoder reused across
+sessions, a count that does not add up) raises `WireGap` instead of building a wrong chat.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tooluse_gym.errors import ToolUseGymError
+from tooluse_gym.server.models import ToolUseObservation
+
+OBSERVATION_MODES = ("full", "delta")
+"""What a reset's ``observation`` wire option may ask for; ``full`` is the default."""
+WIRE_KEYS = ("observation",)
+"""The reset arguments that set the wire, not the env: no knob, not on the protocol card."""
+
+__all__ = ["OBSERVATION_MODES", "WIRE_KEYS", "DeltaDecoder", "DeltaEncoder", "WireGap"]
+
+
+class WireGap(ToolUseGymError, RuntimeError):
+    """A delta observation that does not follow the observation the client holds: nothing can be rebuilt from it."""
+
+
+@dataclass(frozen=True)
+class _Whole:
+    """The last whole observation's cumulative parts, and its step."""
+
+    step: int
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    prompt: str | None
+
+
+def _kept(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> int:
+    """How many leading messages `after` shares with `before`."""
+    n = min(len(before), len(after))
+    i = 0
+    while i < n and (before[i] is after[i] or before[i] == after[i]):
+        i += 1
+    return i
+
+
+class DeltaEncoder:
+    """The server side of one session: each whole observation as the delta from the one it sent last."""
+
+    def __init__(self) -> None:
+        self._last: _Whole | None = None
+
+    def encode(self, whole: ToolUseObservation, *, reset: bool) -> ToolUseObservation:
+        """`whole` as a delta (a reset's from nothing: everything is sent, with the header)."""
+        last = None if reset else self._last
+        if last is None and not reset:
+            raise WireGap("a delta step with no reset before it")
+        messages, tools, prompt = whole.messages, whole.tools, whole.prompt
+        keep = 0 if last is None else _kept(last.messages, messages)
+        send_tools = last is None or tools != last.tools
+        if last is None or (prompt != last.prompt and (prompt is None or last.prompt is None)):
+            prompt_mode, sent_prompt = "whole", prompt
+        elif prompt == last.prompt:
+            prompt_mode, sent_prompt = "same", None
+        elif prompt is not None and last.prompt is not None and prompt.startswith(last.prompt):
+            prompt_mode, sent_prompt = "append", prompt[len(last.prompt) :]
+        else:
+            prompt_mode, sent_prompt = "whole", prompt
+        step = 0 if last is None else last.step + 1
+        self._last = _Whole(step, messages, tools, prompt)
+        header = {
+            "step": step,
+            "keep": keep,
+            "length": len(messages),
+            "tools": send_tools,
+            "prompt": prompt_mode,
+            "prompt_length": None if prompt is None else len(prompt),
+        }
+        update = {"messages": messages[keep:], "tools": tools if send_tools else [], "prompt": sent_prompt}
+        return whole.model_copy(update={**update, "delta": header})
+
+
+class DeltaDecoder:
+    """The client side of one session: rebuilds each whole observation from the deltas, checking every header."""
+
+    def __init__(self) -> None:
+        self._last: _Whole | None = None
+
+    def forget(self) -> None:
+        """Drop what is held (a new session): the next delta must be a reset's."""
+        self._last = None
+
+    def decode(self, obs: ToolUseObservation) -> ToolUseObservation:
+        """The whole observation `obs` stands for (`obs` itself when it is whole); `WireGap` when it cannot be."""
+        header = obs.delta
+        if header is None:
+            self._last = None
+            return obs
+        step, keep, length = header.get("step"), header.get("keep"), header.get("length")
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (step, keep, length)):
+            raise WireGap(f"a delta header without its counts: {header}")
+        last = self._last
+        if step == 0:
+            last = _Whole(-1, [], [], None)
+        elif last is None or step != last.step + 1:
+            held = "nothing" if last is None else f"step {last.step}"
+            raise WireGap(f"a delta for step {step} while holding {held} of {obs.task_id}: a step is missing")
+        if keep > len(last.messages) or keep + len(obs.messages) != length:
+            raise WireGap(
+                f"the delta of step {step} keeps {keep} of {len(last.messages)} held messages and adds "
+                f"{len(obs.messages)}, but the observation has {length}"
+            )
+        messages = last.messages[:keep] + obs.messages
+        tools = obs.tools if header.get("tools") else last.tools
+        prompt = _prompt(header, obs.prompt, last.prompt, step)
+        self._last = _Whole(step, messages, tools, prompt)
+        # copies: a caller that edits its observation's messages leaves what is held intact
+        return obs.model_copy(
+            update={
+                "messages": [dict(m) for m in messages],
+                "tools": [dict(t) for t in tools],
+                "prompt": prompt,
+                "delta": None,
+            }
+        )
+
+
+def _prompt(header: dict[str, Any], sent: str | None, held: str | None, step: int) -> str | None:
+    mode = header.get("prompt")
+    if mode == "whole":
+        prompt = sent
+    elif mode == "same":
+        prompt = held
+    elif mode == "append" and held is not None and sent is not None:
+        prompt = held + sent
+    else:
+        raise WireGap(f"the delta of step {step} has prompt {mode!r}, which cannot follow a held prompt of {held!r:.40}")
+    if (None if prompt is None else len(prompt)) != header.get("prompt_length"):
+        raise WireGap(f"the delta of step {step} rebuilds a prompt of another length than {header.get('prompt_length')}")
+    return prompt
