@@ -23,12 +23,15 @@ A delta observation is the whole observation with these changes:
 - ``prompt`` (with a server tokenizer): per ``delta["prompt"]``: ``"whole"`` (the whole prompt, or
   None), ``"append"`` (the text that follows the last prompt, which it extends), ``"same"`` (None:
   unchanged);
-- ``delta``: the header ``{"step", "keep", "length", "tools", "prompt", "prompt_length"}``. ``step``
-  is 0 at the reset and counts the episode's steps; ``length`` and ``prompt_length`` are the whole
-  observation's number of messages and prompt characters.
+- ``env_messages`` (the env's answer to the step, most often the last of the new messages, as they
+  are): ``[]`` when ``delta["env_messages"]`` is a count n (they are the last n messages), else as
+  they are (None in the header);
+- ``delta``: the header ``{"step", "keep", "length", "tools", "prompt", "prompt_length",
+  "env_messages"}``. ``step`` is 0 at the reset and counts the episode's steps; ``length`` and
+  ``prompt_length`` are the whole observation's number of messages and prompt characters.
 
-Every other field (``env_messages``, ``protocol``, ``checker``, ``info``, ``reward``, ``done``, ...) is
-per step already and goes as it is. The rebuild checks the header against what it holds: a delta
+Every other field (``protocol``, ``checker``, ``info``, ``reward``, ``done``, ...) is per step already
+and goes as it is. The rebuild checks the header against what it holds: a delta
 that does not follow the last observation (a step missed or answered twice, a decoder reused across
 sessions, a count that does not add up) raises `WireGap` instead of building a wrong chat.
 """
@@ -96,6 +99,8 @@ class DeltaEncoder:
             prompt_mode, sent_prompt = "whole", prompt
         step = 0 if last is None else last.step + 1
         self._last = _Whole(step, messages, tools, prompt)
+        answer, tail = whole.env_messages, len(whole.env_messages)
+        in_tail = 0 < tail <= len(messages) - keep and messages[len(messages) - tail :] == answer
         header = {
             "step": step,
             "keep": keep,
@@ -103,8 +108,14 @@ class DeltaEncoder:
             "tools": send_tools,
             "prompt": prompt_mode,
             "prompt_length": None if prompt is None else len(prompt),
+            "env_messages": tail if in_tail else None,
         }
-        update = {"messages": messages[keep:], "tools": tools if send_tools else [], "prompt": sent_prompt}
+        update = {
+            "messages": messages[keep:],
+            "tools": tools if send_tools else [],
+            "prompt": sent_prompt,
+            "env_messages": [] if in_tail else answer,
+        }
         return whole.model_copy(update={**update, "delta": header})
 
 
@@ -141,6 +152,13 @@ class DeltaDecoder:
         messages = last.messages[:keep] + obs.messages
         tools = obs.tools if header.get("tools") else last.tools
         prompt = _prompt(header, obs.prompt, last.prompt, step)
+        tail = header.get("env_messages")
+        if tail is None:
+            answer = obs.env_messages
+        elif isinstance(tail, int) and not isinstance(tail, bool) and 0 < tail <= len(obs.messages):
+            answer = [dict(m) for m in messages[len(messages) - tail :]]
+        else:
+            raise WireGap(f"the delta of step {step} names {tail!r} env messages among {len(obs.messages)} new ones")
         self._last = _Whole(step, messages, tools, prompt)
         # copies: a caller that edits its observation's messages leaves what is held intact
         return obs.model_copy(
@@ -148,6 +166,7 @@ class DeltaDecoder:
                 "messages": [dict(m) for m in messages],
                 "tools": [dict(t) for t in tools],
                 "prompt": prompt,
+                "env_messages": answer,
                 "delta": None,
             }
         )
