@@ -55,16 +55,30 @@ class Case:
     env_id: str
     knobs: Mapping[str, Any] = field(default_factory=dict)
     server_knobs: Mapping[str, Any] = field(default_factory=dict)
+    think: bool = False
+    """Each message starts with a ``<think>`` block (as a reasoning model's do)."""
 
 
 CASES = (
     Case("multi-turn, default knobs (tools in the system prompt)", MULTI_TURN_ID),
-    Case("multi-turn, tools as schemas (system_prompt none, json)", MULTI_TURN_ID, {"system_prompt": "none", "tool_format": "json"}),
+    Case(
+        "multi-turn, tools as schemas (system_prompt none, json)",
+        MULTI_TURN_ID,
+        {"system_prompt": "none", "tool_format": "json"},
+    ),
     Case("multi-turn, template context (history in one user message)", MULTI_TURN_ID, {"template": "context"}),
     Case("multi-turn, tool results as one user message", MULTI_TURN_ID, {"tool_results": "user_message"}),
+    Case("multi-turn, reasoning strip, messages with <think>", MULTI_TURN_ID, {"reasoning": "strip"}, think=True),
     Case("multi-turn, rendered prompt (server tokenizer)", MULTI_TURN_ID, server_knobs={"tokenizer": TOKENIZER}),
+    Case(
+        "multi-turn, rendered prompt, reasoning strip, messages with <think>",
+        MULTI_TURN_ID,
+        {"reasoning": "strip"},
+        server_knobs={"tokenizer": TOKENIZER},
+        think=True,
+    ),
     Case("single-turn, default knobs", SINGLE_TURN_ID),
-)  # fmt: skip
+)
 
 
 @contextlib.contextmanager
@@ -153,6 +167,10 @@ def play_pair(ws_url: str, case: Case, tasks: Mapping[str, Any], chosen: list[st
                     break
                 task = tasks[task_id]
                 message = task.reference_message(whole.turn, whole.steps_in_turn, tool_format)
+                if case.think:
+                    message = (
+                        f"<think>Turn {whole.turn}, step {whole.steps_in_turn}: what the user asked.</think>{message}"
+                    )
                 step = {"type": "step", "data": {"content": message}}
                 whole, sent = observation(exchange(step, "full")), observation(exchange(step, "delta"))
                 tally.steps += 1
@@ -184,25 +202,29 @@ def spread(ids: list[str], count: int) -> list[str]:
 
 
 def measure(tasks_per_case: int, cases: tuple[Case, ...] = CASES) -> dict[str, Any]:
-    """Every case's byte counts and checks (one server per distinct set of server knobs)."""
-    rows = []
-    for case in cases:
-        env = gym.make(case.env_id, category=CATEGORY[case.env_id], **case.knobs)
-        tasks = {t.task_id: t for t in task_env(env).tasks}
-        chosen = spread(task_ids(env), tasks_per_case)
+    """Every case's byte counts and checks (one server for each distinct set of server knobs)."""
+    rows, tasks, chosen = [], {}, {}
+    for env_id in sorted({c.env_id for c in cases}):
+        env = gym.make(env_id, category=CATEGORY[env_id])
+        tasks[env_id] = {t.task_id: t for t in task_env(env).tasks}
+        chosen[env_id] = spread(task_ids(env), tasks_per_case)
         env.close()
-        config = ServeEnvConfig(
-            env_ids=(case.env_id,),
-            multi_turn_category=CATEGORY[MULTI_TURN_ID],
-            single_turn_category=CATEGORY[SINGLE_TURN_ID],
-            knobs=dict(case.server_knobs),
-            max_sessions=4,
-            idle_timeout=None,
-        )
-        with serving(config) as ws_url:
-            tally = play_pair(ws_url, case, tasks, chosen)
-        rows.append(_row(case, tally))
-        print(_line(rows[-1]), flush=True)
+    with contextlib.ExitStack() as stack:
+        servers: dict[str, str] = {}
+        for case in cases:
+            key = json.dumps(case.server_knobs, sort_keys=True)
+            if key not in servers:
+                config = ServeEnvConfig(
+                    env_ids=tuple(sorted({c.env_id for c in cases})),
+                    multi_turn_category=CATEGORY[MULTI_TURN_ID],
+                    single_turn_category=CATEGORY[SINGLE_TURN_ID],
+                    knobs=dict(case.server_knobs),
+                    max_sessions=4,
+                    idle_timeout=None,
+                )
+                servers[key] = stack.enter_context(serving(config))
+            rows.append(_row(case, play_pair(servers[key], case, tasks[case.env_id], chosen[case.env_id])))
+            print(_line(rows[-1]), flush=True)
     return {
         "command": "python -m benchmarks.env_server_wire --write",
         "settings": {
@@ -210,7 +232,7 @@ def measure(tasks_per_case: int, cases: tuple[Case, ...] = CASES) -> dict[str, A
             "tasks": "spread evenly over each env id's tasks (BFCL multi-turn all 800, single-turn group); seed 0",
             "messages": "the oracle's (each turn's ground-truth calls, then a message without calls)",
             "bytes": "UTF-8 JSON of the frames the server sends (its replies); the client's frames are the same both "
-            "ways but for the reset's 26 bytes of '\"observation\": \"delta\"'",
+            'ways but for the reset\'s 26 bytes of \'"observation": "delta"\'',
         },
         "cases": rows,
         "all_rebuilt_equal": all(r["rebuilt_equal"] == r["observations"] for r in rows),

@@ -135,9 +135,7 @@ class DeltaDecoder:
         if header is None:
             self._last = None
             return obs
-        step, keep, length = header.get("step"), header.get("keep"), header.get("length")
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (step, keep, length)):
-            raise WireGap(f"a delta header without its counts: {header}")
+        step, keep, length = (_count(header, k) for k in ("step", "keep", "length"))
         last = self._last
         if step == 0:
             last = _Whole(-1, [], [], None)
@@ -172,6 +170,13 @@ class DeltaDecoder:
         )
 
 
+def _count(header: dict[str, Any], key: str) -> int:
+    value = header.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise WireGap(f"a delta header without its counts ({key}: {value!r}): {header}")
+    return value
+
+
 def _prompt(header: dict[str, Any], sent: str | None, held: str | None, step: int) -> str | None:
     mode = header.get("prompt")
     if mode == "whole":
@@ -181,7 +186,11 @@ def _prompt(header: dict[str, Any], sent: str | None, held: str | None, step: in
     elif mode == "append" and held is not None and sent is not None:
         prompt = held + sent
     else:
-        raise WireGap(f"the delta of step {step} has prompt {mode!r}, which cannot follow a held prompt of {held!r:.40}")
+        raise WireGap(
+            f"the delta of step {step} has prompt {mode!r}, which cannot follow a held prompt of {held!r:.40}"
+        )
     if (None if prompt is None else len(prompt)) != header.get("prompt_length"):
-        raise WireGap(f"the delta of step {step} rebuilds a prompt of another length than {header.get('prompt_length')}")
+        raise WireGap(
+            f"the delta of step {step} rebuilds a prompt of another length than {header.get('prompt_length')}"
+        )
     return prompt
