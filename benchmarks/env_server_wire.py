@@ -122,6 +122,7 @@ class Tally:
     largest_step: dict[str, int] = field(default_factory=lambda: {"full": 0, "delta": 0})
     prompt_bytes: dict[str, int] = field(default_factory=lambda: {"sent": 0, "if_whole": 0})
     prompt_modes: dict[str, int] = field(default_factory=dict)
+    prompt_keeps_all: int = 0
     keep_moved_back: int = 0
     tools_resent: int = 0
     rebuilt_equal: int = 0
@@ -153,10 +154,10 @@ def play_pair(ws_url: str, case: Case, tasks: Mapping[str, Any], chosen: list[st
             whole = observation(exchange(reset, "full"))
             sent = observation(exchange(reset, "delta"))
             tally.episodes += 1
-            tool_format, held = str((whole.protocol or {}).get("tool_format", "python")), 0
+            tool_format, before = str((whole.protocol or {}).get("tool_format", "python")), whole
             while True:
-                _account(tally, sent, whole, held)
-                held = len(whole.messages)
+                _account(tally, sent, whole, before)
+                before = whole
                 rebuilt = decoder.decode(sent)
                 if rebuilt.model_dump() == whole.model_dump():
                     tally.rebuilt_equal += 1
@@ -179,12 +180,13 @@ def play_pair(ws_url: str, case: Case, tasks: Mapping[str, Any], chosen: list[st
     return tally
 
 
-def _account(tally: Tally, sent: ToolUseObservation, whole: ToolUseObservation, held: int) -> None:
+def _account(tally: Tally, sent: ToolUseObservation, whole: ToolUseObservation, before: ToolUseObservation) -> None:
     """Count a step's delta: did it resend earlier messages (keep below what was held), the tools, the prompt?"""
     header = sent.delta or {}
     if header.get("step", 0) == 0:
         return
-    tally.keep_moved_back += int(header["keep"] < held)
+    tally.keep_moved_back += int(header["keep"] < len(before.messages))
+    tally.prompt_keeps_all += int(before.prompt is not None and header.get("prompt_keep") == len(before.prompt))
     tally.tools_resent += int(bool(header.get("tools")))
     mode = str(header.get("prompt"))
     tally.prompt_modes[mode] = tally.prompt_modes.get(mode, 0) + 1
@@ -263,6 +265,7 @@ def _row(case: Case, t: Tally) -> dict[str, Any]:
         "steps_tools_resent": t.tools_resent,
         "prompt_modes": dict(sorted(t.prompt_modes.items())) if t.prompt_bytes["if_whole"] else {},
         "prompt_bytes": dict(t.prompt_bytes) if t.prompt_bytes["if_whole"] else None,
+        "prompt_keeps_all": t.prompt_keeps_all,
         "rebuilt_equal": t.rebuilt_equal,
         "verdicts_equal": t.verdicts_equal,
         "differences": t.differences,

@@ -21,13 +21,14 @@ A delta observation is the whole observation with these changes:
 - ``tools``: the whole list when ``delta["tools"]`` is true (it changed, or this is the reset), else
   ``[]`` (unchanged);
 - ``prompt`` (with a server tokenizer): per ``delta["prompt"]``: ``"whole"`` (the whole prompt, or
-  None), ``"append"`` (the text that follows the last prompt, which it extends), ``"same"`` (None:
-  unchanged);
+  None), ``"splice"`` (the text that follows the first ``delta["prompt_keep"]`` characters, Unicode
+  code points, of the last prompt: all of it when the prompt only grew, less when a wrapper rewrote
+  earlier text), ``"same"`` (None: unchanged);
 - ``env_messages`` (the env's answer to the step, most often the last of the new messages, as they
   are): ``[]`` when ``delta["env_messages"]`` is a count n (they are the last n messages), else as
   they are (None in the header);
-- ``delta``: the header ``{"step", "keep", "length", "tools", "prompt", "prompt_length",
-  "env_messages"}``. ``step`` is 0 at the reset and counts the episode's steps; ``length`` and
+- ``delta``: the header ``{"step", "keep", "length", "tools", "prompt", "prompt_keep",
+  "prompt_length", "env_messages"}``. ``step`` is 0 at the reset and counts the episode's steps; ``length`` and
   ``prompt_length`` are the whole observation's number of messages and prompt characters.
 
 Every other field (``protocol``, ``checker``, ``info``, ``reward``, ``done``, ...) is per step already
@@ -66,6 +67,20 @@ class _Whole:
     prompt: str | None
 
 
+def _shared(before: str, after: str) -> int:
+    """The length of the longest common prefix of two strings (a binary search over C-speed comparisons)."""
+    lo, hi = 0, min(len(before), len(after))
+    if before[:hi] == after[:hi]:
+        return hi
+    while hi - lo > 1:  # before[:lo] == after[:lo], before[:hi] != after[:hi]
+        mid = (lo + hi) // 2
+        if before[:mid] == after[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def _kept(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> int:
     """How many leading messages `after` shares with `before`."""
     n = min(len(before), len(after))
@@ -89,14 +104,16 @@ class DeltaEncoder:
         messages, tools, prompt = whole.messages, whole.tools, whole.prompt
         keep = 0 if last is None else _kept(last.messages, messages)
         send_tools = last is None or tools != last.tools
-        if last is None or (prompt != last.prompt and (prompt is None or last.prompt is None)):
-            prompt_mode, sent_prompt = "whole", prompt
+        prompt_keep = None
+        if last is None or prompt is None or last.prompt is None:
+            prompt_mode, sent_prompt = (
+                ("same", None) if last is not None and prompt == last.prompt else ("whole", prompt)
+            )
         elif prompt == last.prompt:
             prompt_mode, sent_prompt = "same", None
-        elif prompt is not None and last.prompt is not None and prompt.startswith(last.prompt):
-            prompt_mode, sent_prompt = "append", prompt[len(last.prompt) :]
         else:
-            prompt_mode, sent_prompt = "whole", prompt
+            prompt_keep = _shared(last.prompt, prompt)
+            prompt_mode, sent_prompt = "splice", prompt[prompt_keep:]
         step = 0 if last is None else last.step + 1
         self._last = _Whole(step, messages, tools, prompt)
         answer, tail = whole.env_messages, len(whole.env_messages)
@@ -107,6 +124,7 @@ class DeltaEncoder:
             "length": len(messages),
             "tools": send_tools,
             "prompt": prompt_mode,
+            "prompt_keep": prompt_keep,
             "prompt_length": None if prompt is None else len(prompt),
             "env_messages": tail if in_tail else None,
         }
@@ -183,8 +201,11 @@ def _prompt(header: dict[str, Any], sent: str | None, held: str | None, step: in
         prompt = sent
     elif mode == "same":
         prompt = held
-    elif mode == "append" and held is not None and sent is not None:
-        prompt = held + sent
+    elif mode == "splice" and held is not None and sent is not None:
+        keep = _count(header, "prompt_keep")
+        if keep > len(held):
+            raise WireGap(f"the delta of step {step} keeps {keep} characters of a held prompt of {len(held)}")
+        prompt = held[:keep] + sent
     else:
         raise WireGap(
             f"the delta of step {step} has prompt {mode!r}, which cannot follow a held prompt of {held!r:.40}"

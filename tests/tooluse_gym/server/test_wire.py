@@ -74,8 +74,10 @@ def test_deltas_rebuild_every_whole_observation_and_send_less():
     headers = [o.delta for o in sent]
     assert [h["keep"] for h in headers] == [0, 2, 2, 1, 2, 3]  # a rewritten message moves keep back
     assert [h["tools"] for h in headers] == [True, False, True, False, True, False]
-    assert [h["prompt"] for h in headers] == ["whole", "append", "whole", "whole", "whole", "same"]
-    assert sent[1].prompt == "|f|1" and sent[5].prompt is None and sent[5].messages == []
+    assert [h["prompt"] for h in headers] == ["whole", "splice", "splice", "whole", "whole", "same"]
+    assert [h["prompt_keep"] for h in headers] == [None, 8, 3, None, None, None]
+    assert sent[1].prompt == "|f|1" and sent[2].prompt == "rewritten" and sent[5].prompt is None
+    assert sent[5].messages == []
     assert [h["env_messages"] for h in headers] == [None, 1, 1, None, None, None]
     assert sent[1].env_messages == [] and sent[3].env_messages == [msg("tool", "not among the new")]
 
@@ -105,7 +107,9 @@ def broken(index: int, **header: Any) -> list[ToolUseObservation]:
         (broken(2, keep=9), "keeps 9 of 4 held"),
         (broken(2, length=7), "the observation has 7"),
         (broken(1, prompt_length=3), "another length"),
-        (broken(4, prompt="append"), "cannot follow"),  # an appended prompt where none was held
+        (broken(4, prompt="splice", prompt_keep=0), "cannot follow"),  # a spliced prompt where none was held
+        (broken(2, prompt_keep=50), "keeps 50 characters of a held prompt of 12"),
+        (broken(2, prompt_keep=None), "without its counts"),
         (broken(1, env_messages=5), "names 5 env messages"),
         (broken(1, step="1"), "without its counts"),
     ],
@@ -116,6 +120,8 @@ def test_a_delta_that_does_not_follow_fails_loudly(sent, says):
         for o in sent:
             decoder.decode(o)
 
+
+REWRITTEN = ", reasoning strip, messages with <think>"
 
 # --- real episodes on a real server -------------------------------------------------------------------
 
@@ -139,11 +145,9 @@ def test_oracle_episodes_rebuild_the_whole_observations_at_every_step():
     assert rows["multi-turn, template context (history in one user message)"]["steps_keep_moved_back"] > 0
     assert rows["multi-turn, reasoning strip, messages with <think>"]["steps_keep_moved_back"] > 0
     assert rows["multi-turn, tools as schemas (system_prompt none, json)"]["steps_tools_resent"] > 0
-    assert set(rows["multi-turn, rendered prompt (server tokenizer)"]["prompt_modes"]) == {"append"}
-    assert set(rows["multi-turn, rendered prompt, reasoning strip, messages with <think>"]["prompt_modes"]) == {
-        "append",
-        "whole",
-    }
+    grown, rewritten = (rows[f"multi-turn, rendered prompt{k}"] for k in (" (server tokenizer)", REWRITTEN))
+    assert set(grown["prompt_modes"]) == {"splice"} and grown["prompt_keeps_all"] == grown["steps"]
+    assert set(rewritten["prompt_modes"]) == {"splice"} and 0 < rewritten["prompt_keeps_all"] < rewritten["steps"]
 
 
 def play(client: Any, task_id: str, knobs: dict[str, Any], script: list[str]) -> list[ToolUseObservation]:
