@@ -68,10 +68,10 @@ CASES = (
     ),
     Case("multi-turn, template context (history in one user message)", MULTI_TURN_ID, {"template": "context"}),
     Case("multi-turn, tool results as one user message", MULTI_TURN_ID, {"tool_results": "user_message"}),
-    Case("multi-turn, reasoning strip, messages with <think>", MULTI_TURN_ID, {"reasoning": "strip"}, think=True),
+    Case("multi-turn, reasoning strip, messages with think blocks", MULTI_TURN_ID, {"reasoning": "strip"}, think=True),
     Case("multi-turn, rendered prompt (server tokenizer)", MULTI_TURN_ID, server_knobs={"tokenizer": TOKENIZER}),
     Case(
-        "multi-turn, rendered prompt, reasoning strip, messages with <think>",
+        "multi-turn, rendered prompt, reasoning strip, messages with think blocks",
         MULTI_TURN_ID,
         {"reasoning": "strip"},
         server_knobs={"tokenizer": TOKENIZER},
@@ -119,6 +119,7 @@ class Tally:
     steps: int = 0
     reset_bytes: dict[str, int] = field(default_factory=lambda: {"full": 0, "delta": 0})
     step_bytes: dict[str, int] = field(default_factory=lambda: {"full": 0, "delta": 0})
+    client_bytes: dict[str, int] = field(default_factory=lambda: {"full": 0, "delta": 0})
     largest_step: dict[str, int] = field(default_factory=lambda: {"full": 0, "delta": 0})
     prompt_bytes: dict[str, int] = field(default_factory=lambda: {"sent": 0, "if_whole": 0})
     prompt_modes: dict[str, int] = field(default_factory=dict)
@@ -139,7 +140,9 @@ def play_pair(ws_url: str, case: Case, tasks: Mapping[str, Any], chosen: list[st
             ws = full_ws if kind == "full" else delta_ws
             if kind == "delta" and message["type"] == "reset":
                 message = {**message, "data": {**message["data"], "observation": "delta"}}
-            ws.send(json.dumps(message))
+            text = json.dumps(message)
+            tally.client_bytes[kind] += len(text.encode("utf-8"))
+            ws.send(text)
             raw = ws.recv(timeout=120)
             size = len(raw.encode("utf-8") if isinstance(raw, str) else raw)
             counts = tally.reset_bytes if message["type"] == "reset" else tally.step_bytes
@@ -231,10 +234,10 @@ def measure(tasks_per_case: int, cases: tuple[Case, ...] = CASES) -> dict[str, A
         "command": "python -m benchmarks.env_server_wire --write",
         "settings": {
             "tasks_per_case": tasks_per_case,
-            "tasks": "spread evenly over each env id's tasks (BFCL multi-turn all 800, single-turn group); seed 0",
-            "messages": "the oracle's (each turn's ground-truth calls, then a message without calls)",
-            "bytes": "UTF-8 JSON of the frames the server sends (its replies); the client's frames are the same both "
-            'ways but for the reset\'s 26 bytes of \'"observation": "delta"\'',
+            "tasks": "spread evenly over each env id's tasks (all 800 BFCL multi-turn, the single-turn group), seed 0",
+            "messages": "the oracle's: each turn's ground-truth calls, then a message without calls",
+            "bytes": "the UTF-8 JSON of the frames the server sends (its replies); the client's frames "
+            "(client_bytes_total) are the same both ways but for the reset's observation option",
         },
         "cases": rows,
         "all_rebuilt_equal": all(r["rebuilt_equal"] == r["observations"] for r in rows),
@@ -257,6 +260,7 @@ def _row(case: Case, t: Tally) -> dict[str, Any]:
         "step_bytes_mean": per_step,
         "step_bytes_largest": dict(t.largest_step),
         "step_bytes_total": dict(t.step_bytes),
+        "client_bytes_total": dict(t.client_bytes),
         "episode_bytes_mean": {
             k: round((t.reset_bytes[k] + t.step_bytes[k]) / max(t.episodes, 1)) for k in ("full", "delta")
         },

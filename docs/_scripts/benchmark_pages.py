@@ -251,6 +251,52 @@ def env_server_table() -> str:
     )
 
 
+def env_server_wire_table() -> str:
+    """Bytes a `tooluse serve-env` session sends per step, whole observations against deltas (env_server_wire.json)."""
+    name = "env_server_wire.json"
+    data = _load(name)
+    if data is None:
+        return _not_measured(name, "python -m benchmarks.env_server_wire --write")
+    rows = []
+    for r in data["cases"]:
+        step, episode = r["step_bytes_mean"], r["episode_bytes_mean"]
+        rows.append(
+            [
+                r["case"],
+                f"{r['reset_bytes_mean']['full']:,}",
+                f"{step['full']:,}",
+                f"{step['delta']:,}",
+                f"**{r['step_ratio_full_over_delta']:.1f}×**",
+                f"{episode['full'] / 1024:,.0f} / {episode['delta'] / 1024:,.0f}",
+                f"{r['rebuilt_equal']} / {r['observations']}",
+            ]
+        )
+    header = [
+        "case",
+        "reset (bytes)",
+        "step, whole (bytes)",
+        "step, delta (bytes)",
+        "whole / delta",
+        "episode, whole / delta (KiB)",
+        "rebuilt equal to whole",
+    ]
+    prompts = [r for r in data["cases"] if r["prompt_bytes"]]
+    prompt_line = "".join(
+        f" {r['case']}: the prompts' splices {r['prompt_bytes']['sent'] / 1024:,.0f} KiB in all, where whole prompts "
+        f"would have been {r['prompt_bytes']['if_whole'] / 1024:,.0f} KiB ({r['prompt_keeps_all']} of {r['steps']} "
+        "steps only appended)."
+        for r in prompts
+    )
+    verdicts = "every verdict equal" if data["all_verdicts_equal"] else "**some verdicts differ**"
+    s = data["settings"]
+    return (
+        _table(header, rows)
+        + f"\nMeans over {s['tasks_per_case']} tasks a case, {s['tasks']}; messages: {s['messages']}; {verdicts}. "
+        + f"Bytes: {s['bytes']}.{prompt_line} "
+        + f"`{data['command'].strip()}` at `{data['commit'][:7]}` (`benchmarks/results/{name}`).\n"
+    )
+
+
 def _total(data: dict[str, Any]) -> int:
     return max(r["entries"] + r["left_out"] for r in data["formats"].values())
 

@@ -121,7 +121,7 @@ def test_a_delta_that_does_not_follow_fails_loudly(sent, says):
             decoder.decode(o)
 
 
-REWRITTEN = ", reasoning strip, messages with <think>"
+REWRITTEN = ", reasoning strip, messages with think blocks"
 
 # --- real episodes on a real server -------------------------------------------------------------------
 
@@ -143,7 +143,7 @@ def test_oracle_episodes_rebuild_the_whole_observations_at_every_step():
     assert result["all_rebuilt_equal"] and result["all_verdicts_equal"]
     # each kind of delta happened: earlier messages rewritten, tools changed, prompts extended and replaced
     assert rows["multi-turn, template context (history in one user message)"]["steps_keep_moved_back"] > 0
-    assert rows["multi-turn, reasoning strip, messages with <think>"]["steps_keep_moved_back"] > 0
+    assert rows["multi-turn, reasoning strip, messages with think blocks"]["steps_keep_moved_back"] > 0
     assert rows["multi-turn, tools as schemas (system_prompt none, json)"]["steps_tools_resent"] > 0
     grown, rewritten = (rows[f"multi-turn, rendered prompt{k}"] for k in (" (server tokenizer)", REWRITTEN))
     assert set(grown["prompt_modes"]) == {"splice"} and grown["prompt_keeps_all"] == grown["steps"]
