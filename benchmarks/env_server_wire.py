@@ -125,6 +125,7 @@ class Tally:
     prompt_modes: dict[str, int] = field(default_factory=dict)
     prompt_keeps_all: int = 0
     keep_moved_back: int = 0
+    content_spliced: int = 0
     tools_resent: int = 0
     rebuilt_equal: int = 0
     verdicts_equal: int = 0
@@ -189,6 +190,7 @@ def _account(tally: Tally, sent: ToolUseObservation, whole: ToolUseObservation, 
     if header.get("step", 0) == 0:
         return
     tally.keep_moved_back += int(header["keep"] < len(before.messages))
+    tally.content_spliced += int(header.get("content_keep") is not None)
     tally.prompt_keeps_all += int(before.prompt is not None and header.get("prompt_keep") == len(before.prompt))
     tally.tools_resent += int(bool(header.get("tools")))
     mode = str(header.get("prompt"))
@@ -266,6 +268,7 @@ def _row(case: Case, t: Tally) -> dict[str, Any]:
         },
         "step_ratio_full_over_delta": round(per_step["full"] / max(per_step["delta"], 1), 1),
         "steps_keep_moved_back": t.keep_moved_back,
+        "steps_content_spliced": t.content_spliced,
         "steps_tools_resent": t.tools_resent,
         "prompt_modes": dict(sorted(t.prompt_modes.items())) if t.prompt_bytes["if_whole"] else {},
         "prompt_bytes": dict(t.prompt_bytes) if t.prompt_bytes["if_whole"] else None,

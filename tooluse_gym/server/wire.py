@@ -17,7 +17,10 @@ A delta observation is the whole observation with these changes:
 
 - ``messages``: the messages after the first ``delta["keep"]`` of the last observation (usually the
   ones the step added; a wrapper that rewrites earlier messages, such as ``reasoning="strip"`` or
-  ``template="context"``, moves ``keep`` back to the first message that changed);
+  ``template="context"``, moves ``keep`` back to the first message that changed). When that first
+  message differs from the one it replaces only in a text ``content`` that shares a beginning with it
+  (``template="context"``'s one user message, which each step extends), it goes as the rest of its
+  content after the first ``delta["content_keep"]`` characters of the old one;
 - ``tools``: the whole list when ``delta["tools"]`` is true (it changed, or this is the reset), else
   ``[]`` (unchanged);
 - ``prompt`` (with a server tokenizer): per ``delta["prompt"]``: ``"whole"`` (the whole prompt, or
@@ -27,7 +30,7 @@ A delta observation is the whole observation with these changes:
 - ``env_messages`` (the env's answer to the step, most often the last of the new messages, as they
   are): ``[]`` when ``delta["env_messages"]`` is a count n (they are the last n messages), else as
   they are (None in the header);
-- ``delta``: the header ``{"step", "keep", "length", "tools", "prompt", "prompt_keep",
+- ``delta``: the header ``{"step", "keep", "content_keep", "length", "tools", "prompt", "prompt_keep",
   "prompt_length", "env_messages"}``. ``step`` is 0 at the reset and counts the episode's steps; ``length`` and
   ``prompt_length`` are the whole observation's number of messages and prompt characters.
 
@@ -90,6 +93,16 @@ def _kept(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> int:
     return i
 
 
+def _content_shared(before: dict[str, Any], after: dict[str, Any]) -> int | None:
+    """How much of `before`'s text content `after`'s begins with, when the two differ in nothing else (else None)."""
+    old, new = before.get("content"), after.get("content")
+    if not isinstance(old, str) or not isinstance(new, str) or before.keys() != after.keys():
+        return None
+    if any(before[k] != after[k] for k in before if k != "content"):
+        return None
+    return _shared(old, new) or None
+
+
 class DeltaEncoder:
     """The server side of one session: each whole observation as the delta from the one it sent last."""
 
@@ -103,6 +116,11 @@ class DeltaEncoder:
             raise WireGap("a delta step with no reset before it")
         messages, tools, prompt = whole.messages, whole.tools, whole.prompt
         keep = 0 if last is None else _kept(last.messages, messages)
+        sent, content_keep = messages[keep:], None
+        if last is not None and keep < min(len(last.messages), len(messages)):
+            content_keep = _content_shared(last.messages[keep], messages[keep])
+            if content_keep is not None:
+                sent = [{**sent[0], "content": sent[0]["content"][content_keep:]}, *sent[1:]]
         send_tools = last is None or tools != last.tools
         prompt_keep = None
         if last is None or prompt is None or last.prompt is None:
@@ -121,6 +139,7 @@ class DeltaEncoder:
         header = {
             "step": step,
             "keep": keep,
+            "content_keep": content_keep,
             "length": len(messages),
             "tools": send_tools,
             "prompt": prompt_mode,
@@ -129,7 +148,7 @@ class DeltaEncoder:
             "env_messages": tail if in_tail else None,
         }
         update = {
-            "messages": messages[keep:],
+            "messages": sent,
             "tools": tools if send_tools else [],
             "prompt": sent_prompt,
             "env_messages": [] if in_tail else answer,
@@ -165,7 +184,10 @@ class DeltaDecoder:
                 f"the delta of step {step} keeps {keep} of {len(last.messages)} held messages and adds "
                 f"{len(obs.messages)}, but the observation has {length}"
             )
-        messages = last.messages[:keep] + obs.messages
+        sent = obs.messages
+        if header.get("content_keep") is not None:
+            sent = _spliced(header, sent, last.messages, keep, step)
+        messages = last.messages[:keep] + sent
         tools = obs.tools if header.get("tools") else last.tools
         prompt = _prompt(header, obs.prompt, last.prompt, step)
         tail = header.get("env_messages")
@@ -193,6 +215,18 @@ def _count(header: dict[str, Any], key: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise WireGap(f"a delta header without its counts ({key}: {value!r}): {header}")
     return value
+
+
+def _spliced(
+    header: dict[str, Any], sent: list[dict[str, Any]], held: list[dict[str, Any]], keep: int, step: int
+) -> list[dict[str, Any]]:
+    """`sent` with its first message's content completed from the held message it replaces."""
+    n = _count(header, "content_keep")
+    old = held[keep].get("content") if keep < len(held) else None
+    new = sent[0].get("content") if sent else None
+    if not isinstance(old, str) or not isinstance(new, str) or n > len(old):
+        raise WireGap(f"the delta of step {step} keeps {n} characters of a message content it cannot find")
+    return [{**sent[0], "content": old[:n] + new}, *sent[1:]]
 
 
 def _prompt(header: dict[str, Any], sent: str | None, held: str | None, step: int) -> str | None:

@@ -50,6 +50,7 @@ SEQUENCE = [  # (messages, tools, prompt, env_messages): what a session's whole 
     ([SYSTEM, msg("user", "all in one")], [{"name": "f"}, {"name": "g"}], None, [msg("tool", "not among the new")]),
     ([SYSTEM, msg("user", "all in one"), msg("assistant", "x")], [], "<s>", []),
     ([SYSTEM, msg("user", "all in one"), msg("assistant", "x")], [], "<s>", []),
+    ([SYSTEM, msg("user", "all in one, and more"), msg("assistant", "y")], [], "<s>", [msg("assistant", "y")]),
 ]
 
 
@@ -72,13 +73,15 @@ def test_deltas_rebuild_every_whole_observation_and_send_less():
     decoder = DeltaDecoder()
     assert [decoder.decode(o) for o in sent] == whole
     headers = [o.delta for o in sent]
-    assert [h["keep"] for h in headers] == [0, 2, 2, 1, 2, 3]  # a rewritten message moves keep back
-    assert [h["tools"] for h in headers] == [True, False, True, False, True, False]
-    assert [h["prompt"] for h in headers] == ["whole", "splice", "splice", "whole", "whole", "same"]
-    assert [h["prompt_keep"] for h in headers] == [None, 8, 3, None, None, None]
+    assert [h["keep"] for h in headers] == [0, 2, 2, 1, 2, 3, 1]  # a rewritten message moves keep back
+    assert [h["content_keep"] for h in headers] == [None, None, None, None, None, None, 10]  # the text it shares
+    assert sent[6].messages == [msg("user", ", and more"), msg("assistant", "y")]
+    assert [h["tools"] for h in headers] == [True, False, True, False, True, False, False]
+    assert [h["prompt"] for h in headers] == ["whole", "splice", "splice", "whole", "whole", "same", "same"]
+    assert [h["prompt_keep"] for h in headers] == [None, 8, 3, None, None, None, None]
     assert sent[1].prompt == "|f|1" and sent[2].prompt == "rewritten" and sent[5].prompt is None
     assert sent[5].messages == []
-    assert [h["env_messages"] for h in headers] == [None, 1, 1, None, None, None]
+    assert [h["env_messages"] for h in headers] == [None, 1, 1, None, None, None, 1]
     assert sent[1].env_messages == [] and sent[3].env_messages == [msg("tool", "not among the new")]
 
 
@@ -111,6 +114,8 @@ def broken(index: int, **header: Any) -> list[ToolUseObservation]:
         (broken(2, prompt_keep=50), "keeps 50 characters of a held prompt of 12"),
         (broken(2, prompt_keep=None), "without its counts"),
         (broken(1, env_messages=5), "names 5 env messages"),
+        (broken(6, content_keep=99), "keeps 99 characters of a message content"),
+        (broken(1, content_keep=0), "keeps 0 characters of a message content"),  # no held message at keep
         (broken(1, step="1"), "without its counts"),
     ],
 )
@@ -142,7 +147,8 @@ def test_oracle_episodes_rebuild_the_whole_observations_at_every_step():
         assert row["step_bytes_mean"]["delta"] < row["step_bytes_mean"]["full"] / 3, row
     assert result["all_rebuilt_equal"] and result["all_verdicts_equal"]
     # each kind of delta happened: earlier messages rewritten, tools changed, prompts extended and replaced
-    assert rows["multi-turn, template context (history in one user message)"]["steps_keep_moved_back"] > 0
+    context = rows["multi-turn, template context (history in one user message)"]
+    assert context["steps_keep_moved_back"] == context["steps_content_spliced"] == context["steps"]
     assert rows["multi-turn, reasoning strip, messages with think blocks"]["steps_keep_moved_back"] > 0
     assert rows["multi-turn, tools as schemas (system_prompt none, json)"]["steps_tools_resent"] > 0
     grown, rewritten = (rows[f"multi-turn, rendered prompt{k}"] for k in (" (server tokenizer)", REWRITTEN))
