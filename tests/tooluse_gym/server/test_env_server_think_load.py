@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 
 import pytest
 
 pytest.importorskip("openenv.core")
 
 from benchmarks.env_server_load import GOAL, Plan, Think, _meets_goal, main
+from tests.test_docs import _generator
 
 SESSIONS, WINDOW_S, THINK_S = 4, 3.0, 0.2
 
 
-def test_quick_mode_holds_every_session_with_the_in_process_verdicts(tmp_path):
-    out, plot = tmp_path / "load.json", tmp_path / "load.png"
+def test_quick_mode_holds_every_session_with_the_in_process_verdicts(tmp_path, monkeypatch):
+    out, plot = tmp_path / "env_server_load.json", tmp_path / "load.png"
     argv = ["--sessions", str(SESSIONS), "--workers", "1", "--window", str(WINDOW_S), "--think", str(THINK_S)]
     assert main([*argv, "--episodes", "8", "--write", "--out", str(out), "--plot", str(plot)]) == 0
     result = json.loads(out.read_text(encoding="utf-8"))
@@ -49,6 +51,12 @@ def test_quick_mode_holds_every_session_with_the_in_process_verdicts(tmp_path):
     assert row["memory"]["server_processes"] >= 1 and row["memory"]["held_rss_mib"] > 0
     assert set(row["cpu_cores"]) == {"server", "client"} and row["cpu_cores"]["server"] > 0
     assert row["meets_goal"] is None
+    # the results page's table reads this file
+    gen = _generator()
+    monkeypatch.setattr(sys.modules["pages_common"], "RESULTS", tmp_path)
+    table = gen.BLOCKS["env-server-load"]()
+    assert "not tested by this run" in table and f"| 1 | {SESSIONS} | {SESSIONS} |" in table, table
+    assert f"{v['equal']} / {v['episodes']} (lost 0, crossed 0)" in table
 
 
 def test_think_times_are_seeded_and_in_range():
