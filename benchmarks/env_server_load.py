@@ -20,7 +20,8 @@ above 1), on a fresh server:
   latency a client sees (send to reply) p50 / p99 / max over the steps sent in the window, steps/s,
   episodes completed, the CPU the server's processes and this client used (in cores: CPU seconds
   per second; the machine's cores are shared by both), and how late this client's event loop ran
-  (its lag adds to the latencies it sees: a loaded client reports a slower server than there is);
+  (its lag adds to the latencies it sees: a loaded client reports a slower server than there is; the
+  client freezes its long-lived objects out of Python's collector, whose full collections would pause it);
 * at the window's end: the sessions held (opened and still alive), refused and dropped, the open
   sessions the server reports, and its RSS summed over its process tree, against its RSS idle (after
   a warm-up episode) -> memory per session;
@@ -190,6 +191,8 @@ async def _drive(server: ServedEnv, episodes: list[Episode], plan: Plan) -> dict
     with contextlib.suppress(asyncio.TimeoutError):  # a session neither open nor refused by then: not held
         await asyncio.wait_for(run.all_in.wait(), plan.sessions / plan.ramp_rate + OPEN_TIMEOUT_S + 60)
     pending = plan.sessions - run.opened - len(run.refused)
+    gc.freeze()  # the open sessions' objects too (below)
+    full_collections = gc.get_stats()[2]["collections"]
     lags: list[float] = []
     window_start = time.perf_counter()
     client_cpu, server_cpu = time.process_time(), server.tree_cpu_seconds()
@@ -198,6 +201,7 @@ async def _drive(server: ServedEnv, episodes: list[Episode], plan: Plan) -> dict
     window_end = time.perf_counter()
     client_cpu, server_cpu = time.process_time() - client_cpu, server.tree_cpu_seconds() - server_cpu
     held_rss = server.tree_rss_bytes()
+    full_collections = gc.get_stats()[2]["collections"] - full_collections
     dropped = len(run.dropped)
     server_open = await asyncio.to_thread(server.open_sessions)
     run.stop.set()
@@ -226,6 +230,7 @@ async def _drive(server: ServedEnv, episodes: list[Episode], plan: Plan) -> dict
         "client_cores": client_cpu / seconds,
         "server_cores": server_cpu / seconds,
         "lags_ms": [1000 * x for x in lags],
+        "full_collections": full_collections,
     }
 
 
@@ -275,6 +280,7 @@ def level(plan: Plan, episodes: list[Episode], expected: dict[int, Verdict]) -> 
         },
         "cpu_cores": {"server": round(d["server_cores"], 3), "client": round(d["client_cores"], 3)},
         "client_loop_lag_ms": {"p99": round(quantile(lags, 0.99), 3), "max": round(max(lags, default=0.0), 3)},
+        "client_full_collections_in_window": d["full_collections"],
         "client_busy": d["client_cores"] >= CLIENT_BUSY_CORES,
         "open_sessions_after": after,
         "session_errors": [why for _, why in run.dropped[:3]] + run.refused[:3],
@@ -298,7 +304,8 @@ def _print(row: dict[str, Any]) -> None:
         f"step p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f}, max {lat['max']:.1f}; {row['steps_per_s']:.0f} steps/s, "
         f"{row['episodes_completed_in_window']} episodes in the window; "
         f"{row['memory']['per_session_kib']:.0f} KiB/session; CPU cores: server {cpu['server']:.2f}, "
-        f"client {cpu['client']:.2f} (loop lag p99 {row['client_loop_lag_ms']['p99']:.1f} ms); "
+        f"client {cpu['client']:.2f} (its loop late by p99 {row['client_loop_lag_ms']['p99']:.1f} ms, max "
+        f"{row['client_loop_lag_ms']['max']:.1f}; {row['client_full_collections_in_window']} full collections); "
         f"verdicts equal {v['equal']}/{v['episodes']} (lost {v['lost']}, crossed {v['crossed']}, "
         f"different {v['different']}); ramp {row['ramp_s']:.0f} s, drain {row['drain_s']:.0f} s",
         flush=True,
@@ -309,6 +316,19 @@ def _print(row: dict[str, Any]) -> None:
             "(its loop lag adds to the latencies it reports)",
             flush=True,
         )
+
+
+def _settle_collector() -> None:
+    """Collect, then freeze what lives on (the episodes, the in-process env's tasks) out of the collector.
+
+    A full collection walks every object this client tracks, and its pause adds to the latencies the
+    client sees. Frozen objects are not walked: what the setup built is frozen before each level, and
+    the open sessions' objects once all are open (`_drive`); they thaw and are collected here, between
+    levels.
+    """
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 def _raise_file_limit(sessions: int) -> None:
@@ -337,14 +357,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     print(f"oracle episodes: {args.episodes} (played once in-process to record the oracle's messages)", flush=True)
     episodes = oracle_episodes(args.episodes)
     expected, _ = in_process(episodes)
-    # What the setup built (the rollouts, the in-process env's tasks) lives on: the collector need not
-    # walk it again in each full collection, whose pause would add to the latencies this client sees.
-    gc.collect()
-    gc.freeze()
     levels = []
     try:
         for workers in args.workers:
             for sessions in args.sessions:
+                _settle_collector()
                 plan = Plan(sessions, workers, think, args.window, args.ramp_rate, args.seed)
                 levels.append(level(plan, episodes, expected))
                 _print(levels[-1])
