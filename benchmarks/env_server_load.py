@@ -24,7 +24,8 @@ above 1), on a fresh server:
   client freezes its long-lived objects out of Python's collector, whose full collections would pause it);
 * at the window's end: the sessions held (opened and still alive), refused and dropped, the open
   sessions the server reports, and its RSS summed over its process tree, against its RSS idle (after
-  a warm-up episode) -> memory per session;
+  a warm-up episode) -> memory per session (and the tree's PSS, which counts pages the workers share
+  once);
 * the drain: no new episode starts, and those in flight finish without think time, so that every
   episode started has a verdict. Each is compared with the same episode played in-process (reward,
   steps, the checker's verdict; every observation must name the episode's own task): none lost,
@@ -200,7 +201,7 @@ async def _drive(server: ServedEnv, episodes: list[Episode], plan: Plan) -> dict
     await asyncio.sleep(plan.window_s)
     window_end = time.perf_counter()
     client_cpu, server_cpu = time.process_time() - client_cpu, server.tree_cpu_seconds() - server_cpu
-    held_rss = server.tree_rss_bytes()
+    held_rss, held_pss = server.tree_rss_bytes(), server.tree_rss_bytes(proportional=True)
     full_collections = gc.get_stats()[2]["collections"] - full_collections
     dropped = len(run.dropped)
     server_open = await asyncio.to_thread(server.open_sessions)
@@ -227,6 +228,7 @@ async def _drive(server: ServedEnv, episodes: list[Episode], plan: Plan) -> dict
         "dropped_in_window": dropped,
         "server_open": server_open,
         "held_rss": held_rss,
+        "held_pss": held_pss,
         "client_cores": client_cpu / seconds,
         "server_cores": server_cpu / seconds,
         "lags_ms": [1000 * x for x in lags],
@@ -241,7 +243,11 @@ def level(plan: Plan, episodes: list[Episode], expected: dict[int, Verdict]) -> 
         warm = 2 * plan.workers  # a few sessions, so that each worker most likely serves one
         asyncio.run(play_sessions(server.ws_url, episodes[: 2 * warm], warm))  # the server's lazy imports
         server.wait_sessions(0)
-        processes, idle = len(server.tree_pids()), server.tree_rss_bytes()
+        processes, idle, idle_pss = (
+            len(server.tree_pids()),
+            server.tree_rss_bytes(),
+            server.tree_rss_bytes(proportional=True),
+        )
         d = asyncio.run(_drive(server, episodes, plan))
         after = server.wait_sessions(0, timeout_s=60)
         tracebacks = server.log_errors
@@ -277,6 +283,8 @@ def level(plan: Plan, episodes: list[Episode], expected: dict[int, Verdict]) -> 
             "idle_rss_mib": round(idle / 2**20, 1),
             "held_rss_mib": round(d["held_rss"] / 2**20, 1),
             "per_session_kib": round((d["held_rss"] - idle) / max(1, d["held"]) / 1024, 1),
+            "idle_pss_mib": round(idle_pss / 2**20, 1),
+            "held_pss_mib": round(d["held_pss"] / 2**20, 1),
         },
         "cpu_cores": {"server": round(d["server_cores"], 3), "client": round(d["client_cores"], 3)},
         "client_loop_lag_ms": {"p99": round(quantile(lags, 0.99), 3), "max": round(max(lags, default=0.0), 3)},

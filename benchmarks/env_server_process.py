@@ -107,12 +107,17 @@ class ServedEnv:
             todo.extend(children.get(pid, []))
         return tree
 
-    def tree_rss_bytes(self, pids: list[int] | None = None) -> int:
-        """VmRSS summed over the server's process tree (`pids`: the processes to sum, default `tree_pids`)."""
+    def tree_rss_bytes(self, pids: list[int] | None = None, *, proportional: bool = False) -> int:
+        """VmRSS summed over the server's process tree (`pids`: the processes to sum, default `tree_pids`).
+
+        With `proportional`, the PSS instead: each shared page split among the processes that map it, so
+        that workers forked from one parent are not counted once each for the pages they share.
+        """
+        name, key = ("smaps_rollup", "Pss:") if proportional else ("status", "VmRSS:")
         total = 0
         for pid in self.tree_pids() if pids is None else pids:
-            with contextlib.suppress(OSError), open(f"/proc/{pid}/status", encoding="ascii") as f:
-                total += next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:")), 0)
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/{name}", encoding="ascii") as f:
+                total += next((int(line.split()[1]) * 1024 for line in f if line.startswith(key)), 0)
         return total
 
     def tree_cpu_seconds(self, pids: list[int] | None = None) -> float:
