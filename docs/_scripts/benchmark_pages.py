@@ -287,6 +287,13 @@ def env_server_load_table() -> str:
     ]
     goal, s, m = data["goal"], data["settings"], data["machine"]
     met = {True: "**met**", False: "**not met**", None: "not tested by this run"}[goal["met"]]
+    at_goal = [
+        f"{r['workers']} worker{'s' if r['workers'] > 1 else ''}: p99 {r['step_latency_ms']['p99']:,.0f} ms, "
+        f"{r['held']['held_at_window_end']:,} of {r['sessions']:,} held ({'met' if r['meets_goal'] else 'not met'})"
+        for r in data["levels"]
+        if r["meets_goal"] is not None
+    ]
+    met += f" ({'; '.join(at_goal)})" if at_goal else ""
     busy = [f"{r['sessions']:,} on {r['workers']}" for r in data["levels"] if r["client_busy"]]
     figure = "env-server-load.png"
     return (
