@@ -196,14 +196,16 @@ async def _drive(server: ServedEnv, episodes: list[Episode], plan: Plan) -> dict
     full_collections = gc.get_stats()[2]["collections"]
     lags: list[float] = []
     window_start = time.perf_counter()
-    client_cpu, server_cpu = time.process_time(), server.tree_cpu_seconds()
+    # the server's figures are /proc reads: off the loop, so that no session's reply waits for them
+    client_cpu, server_cpu = time.process_time(), await asyncio.to_thread(server.tree_cpu_seconds)
     lagging = asyncio.create_task(_lag(lags, run.stop))
     await asyncio.sleep(plan.window_s)
     window_end = time.perf_counter()
-    client_cpu, server_cpu = time.process_time() - client_cpu, server.tree_cpu_seconds() - server_cpu
-    held_rss, held_pss = server.tree_rss_bytes(), server.tree_rss_bytes(proportional=True)
-    full_collections = gc.get_stats()[2]["collections"] - full_collections
-    dropped = len(run.dropped)
+    opened, dropped = run.opened, len(run.dropped)
+    client_cpu, full_collections = time.process_time() - client_cpu, gc.get_stats()[2]["collections"] - full_collections
+    server_cpu = await asyncio.to_thread(server.tree_cpu_seconds) - server_cpu
+    held_rss = await asyncio.to_thread(server.tree_rss_bytes)
+    held_pss = await asyncio.to_thread(server.tree_rss_bytes, proportional=True)
     server_open = await asyncio.to_thread(server.open_sessions)
     run.stop.set()
     _, stuck = await asyncio.wait(tasks, timeout=plan.think.high + DRAIN_TIMEOUT_S)
@@ -223,7 +225,7 @@ async def _drive(server: ServedEnv, episodes: list[Episode], plan: Plan) -> dict
             for p, t in run.finished_at.items()
             if window_start <= t < window_end and isinstance(run.results[p], tuple)
         ),
-        "held": run.opened - dropped,
+        "held": opened - dropped,
         "never_answered": pending,
         "dropped_in_window": dropped,
         "server_open": server_open,
