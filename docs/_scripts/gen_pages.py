@@ -30,6 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules, however this file is loaded
 from benchmark_pages import (
     dtype_cpu_table,
+    env_server_load_table,
     env_server_table,
     env_server_wire_table,
     env_speed_table,
@@ -247,6 +248,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "trainer-vs-trl": lambda: study_summary(TRL),
     "env-speed": env_speed_table,
     "env-server": env_server_table,
+    "env-server-load": env_server_load_table,
     "env-server-wire": env_server_wire_table,
     "single-turn-speed": single_turn_speed_table,
     "single-turn-catalog": single_turn_catalog,
