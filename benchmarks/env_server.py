@@ -35,7 +35,7 @@ from typing import Any
 
 from websockets.asyncio.client import connect
 
-from benchmarks.env_server_episodes import Episode, in_process, oracle_episodes, play_sessions, request
+from benchmarks.env_server_episodes import Episode, in_process, oracle_episodes, play_sessions, quantile, request
 from benchmarks.env_server_episodes import compare as compare_verdicts
 from benchmarks.env_server_faults import judge, run_faults
 from benchmarks.env_server_process import ServedEnv, server_args
@@ -46,13 +46,6 @@ RESULTS = ROOT / "benchmarks" / "results" / "env_server.json"
 PLOT = ROOT / "docs" / "env-server.png"
 LEVELS = (1, 8, 64, 256)
 MAX_REQUEST_BYTES = 1024 * 1024
-
-
-def _quantile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 async def _hold(server: ServedEnv, episodes: list[Episode], sessions: int) -> int:
@@ -92,7 +85,7 @@ def level(sessions: int, episodes: list[Episode], expected: dict[int, Any]) -> d
         "wire_episodes_per_s": round(wire_eps, 2),
         "in_process_episodes_per_s": round(inproc_eps, 2),
         "ratio_wire_over_in_process": round(wire_eps / inproc_eps, 4),
-        "step_latency_ms": {"p50": round(_quantile(ms, 0.5), 3), "p99": round(_quantile(ms, 0.99), 3)},
+        "step_latency_ms": {"p50": round(quantile(ms, 0.5), 3), "p99": round(quantile(ms, 0.99), 3)},
         "memory": {
             "idle_rss_mib": round(idle / 2**20, 1),
             "held_rss_mib": round(holding / 2**20, 1),

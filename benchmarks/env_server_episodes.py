@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,14 +78,34 @@ def in_process(episodes: Sequence[Episode], category: str = "all") -> tuple[dict
     return out, seconds
 
 
+def quantile(values: Sequence[float], q: float) -> float:
+    """The `q` quantile of `values` (the nearest rank at or above it); NaN when there are none."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
 async def request(ws: Any, message: dict[str, Any]) -> dict[str, Any]:
     """Send one message; the reply, parsed."""
     await ws.send(json.dumps(message))
     return dict(json.loads(await ws.recv()))
 
 
-async def play_wire(ws: Any, episode: Episode, latencies: list[float]) -> Verdict | str:
-    """Play `episode` on an open session: its verdict, or what went wrong (an error reply, a crossed task)."""
+async def play_wire(
+    ws: Any,
+    episode: Episode,
+    latencies: list[float],
+    *,
+    think: Callable[[], Awaitable[None]] | None = None,
+    sent: list[float] | None = None,
+) -> Verdict | str:
+    """Play `episode` on an open session: its verdict, or what went wrong (an error reply, a crossed task).
+
+    Each step's latency (send to reply) goes to `latencies`; with `sent`, its send time (`time.perf_counter`)
+    goes there too, at the same index. `think` is awaited after each observation that asks for a next
+    message, before it is sent (a model's generation time).
+    """
     reply = await request(ws, {"type": "reset", "data": {"seed": episode.seed, "task_id": episode.task_id}})
     steps = 0
     for message in episode.messages:
@@ -95,10 +115,14 @@ async def play_wire(ws: Any, episode: Episode, latencies: list[float]) -> Verdic
             return f"crossed: step {steps} shows {reply['data']['observation']['task_id']}"
         if reply["data"]["done"]:
             break
+        if think is not None:
+            await think()
         start = time.perf_counter()
         await ws.send(json.dumps({"type": "step", "data": {"content": message}}))
         raw = await ws.recv()
         latencies.append(time.perf_counter() - start)
+        if sent is not None:
+            sent.append(start)
         reply = json.loads(raw)
         steps += 1
     if reply.get("type") != "observation":

@@ -3,6 +3,7 @@
     with ServedEnv(["--env", "ToolUse-MultiTurn-v0", "--max-sessions", "8"]) as server:
         server.url, server.ws_url          # http://127.0.0.1:PORT, ws://127.0.0.1:PORT/ws
         server.rss_bytes()                 # the server's resident memory (Linux: /proc)
+        server.tree_rss_bytes(), server.tree_cpu_seconds()   # summed over it and its worker processes
         server.open_sessions()             # GET /sessions: the session envs open now
         server.kill(); server.start()      # SIGKILL, then a new server on the same port
 
@@ -12,6 +13,7 @@ that show a traceback or an "Exception in ASGI application" since the server sta
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -86,6 +88,47 @@ class ServedEnv:
                     return int(line.split()[1]) * 1024
         raise RuntimeError("no VmRSS in /proc/PID/status")
 
+    def tree_pids(self) -> list[int]:
+        """The server process and its descendants (its workers, when it runs several), from /proc."""
+        assert self.process is not None
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue  # gone meanwhile
+                children.setdefault(ppid, []).append(int(entry))
+        tree, todo = [], [self.process.pid]
+        while todo:
+            pid = todo.pop()
+            tree.append(pid)
+            todo.extend(children.get(pid, []))
+        return tree
+
+    def tree_rss_bytes(self, pids: list[int] | None = None, *, proportional: bool = False) -> int:
+        """VmRSS summed over the server's process tree (`pids`: the processes to sum, default `tree_pids`).
+
+        With `proportional`, the PSS instead: each shared page split among the processes that map it, so
+        that workers forked from one parent are not counted once each for the pages they share.
+        """
+        name, key = ("smaps_rollup", "Pss:") if proportional else ("status", "VmRSS:")
+        total = 0
+        for pid in self.tree_pids() if pids is None else pids:
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/{name}", encoding="ascii") as f:
+                total += next((int(line.split()[1]) * 1024 for line in f if line.startswith(key)), 0)
+        return total
+
+    def tree_cpu_seconds(self, pids: list[int] | None = None) -> float:
+        """User + system CPU seconds the server's process tree has used so far."""
+        ticks = 0
+        for pid in self.tree_pids() if pids is None else pids:
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+                ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+        return ticks / os.sysconf("SC_CLK_TCK")
+
     def get(self, path: str) -> dict[str, Any]:
         with urllib.request.urlopen(self.url + path, timeout=30) as r:
             return dict(json.loads(r.read()))
@@ -134,8 +177,10 @@ class ServedEnv:
         self.stop()
 
 
-def server_args(*, max_sessions: int, max_request_bytes: int, category: str = "all") -> list[str]:
-    """The flags the benchmark serves with: BFCL multi-turn only, no idle timeout (a load test is never idle)."""
+def server_args(
+    *, max_sessions: int, max_request_bytes: int, category: str = "all", idle_timeout: float = 0
+) -> list[str]:
+    """The flags the benchmark serves with: BFCL multi-turn only, no idle timeout unless given (0: never)."""
     return [
         "--env",
         "ToolUse-MultiTurn-v0",
@@ -144,7 +189,7 @@ def server_args(*, max_sessions: int, max_request_bytes: int, category: str = "a
         "--max-sessions",
         str(max_sessions),
         "--idle-timeout",
-        "0",
+        str(idle_timeout),
         "--max-request-bytes",
         str(max_request_bytes),
     ]

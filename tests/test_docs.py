@@ -95,7 +95,7 @@ def test_generator_tolerates_missing_results(tmp_path, monkeypatch):
     import sys
 
     monkeypatch.setattr(sys.modules["pages_common"], "RESULTS", tmp_path)  # where the tables read result files
-    blocks = ("env-speed", "rollout-schedule", "dtype-cpu", "efficiency-headline", "speed-summary")
+    blocks = ("env-speed", "rollout-schedule", "dtype-cpu", "efficiency-headline", "speed-summary", "env-server-load")
     for name in (*blocks, "efficiency-v2", "efficiency-single-turn", "trainer-vs-trl"):
         assert "Not measured yet" in gen.BLOCKS[name]()
     headline = gen.BLOCKS["headline"]()

@@ -96,7 +96,9 @@ class AgentError:
     """Why a backend produced no message: one of `FAILURE_CODES`, and the detail.
 
     A failure is data: the loop ends the episode with it, the record keeps it, results count it by
-    type, and it is never scored as a plain 0.
+    type, and a banner says so above every table. A model server's failure (`connection_error`,
+    `timeout`, `rate_limited`, `server_error`) leaves the episode unscored, to be played again on
+    resume; any other counts 0 (`tooluse_agents.runs.failures`).
     """
 
     type: str

@@ -50,7 +50,7 @@ from tooluse_agents.eval.table import write_table
 from tooluse_agents.export.base import EXPORT_FORMATS
 from tooluse_agents.export.pipeline import export_bfcl
 from tooluse_agents.rollout.loop import SCHEDULES
-from tooluse_agents.runs.results import failure_banner, run_failed
+from tooluse_agents.runs.failures import failure_banner, run_failed
 from tooluse_agents.runs.rundir import RunConflict
 from tooluse_gym.envs.flags import SWEPT, varies_by_env_id
 from tooluse_gym.prompt_formats import expand as expand_prompt_formats

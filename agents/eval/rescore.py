@@ -33,7 +33,7 @@ from tooluse_agents.runs.records import EpisodeRecord, StepEntry, read_episodes
 from tooluse_agents.runs.results import summarize
 from tooluse_gym.envs.ids import MEMORY_ID, MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID, WEB_SEARCH_ID
 from tooluse_gym.envs.knobs import env_defaults
-from tooluse_gym.envs.tool_env import protocol_card
+from tooluse_gym.envs.tool_env import play_messages, protocol_card
 from tooluse_gym.protocol import DATA_UNKNOWN, ProtocolCard
 from tooluse_gym.tasks import bfcl_data
 from tooluse_gym.tasks.task import Task
@@ -239,24 +239,16 @@ def action_of(step: StepEntry, fc_text: bool = False) -> str | dict[str, Any]:
 
 def _replay(env: gym.Env, record: EpisodeRecord, fc_text: bool) -> tuple[EpisodeRecord, Task]:
     """The episode's record as today's env scores its recorded messages, and the task played."""
-    _, reset_info = env.reset(seed=record.seed, options={"task_id": record.task_id})
-    infos: list[dict[str, Any]] = []
-    ended = False
-    for step in record.steps:
-        _, _, terminated, truncated, info = env.step(action_of(step, fc_text))
-        infos.append(info)
-        if terminated or truncated:
-            ended = True
-            break
+    played = play_messages(env, record.task_id, (action_of(s, fc_text) for s in record.steps), seed=record.seed)
     costs = [StepCost(s.prompt_tokens, s.completion_tokens, s.latency_s) for s in record.steps]
-    now = episode_record(reset_info, infos, seed=record.seed, agent=record.agent, costs=costs)
+    now = episode_record(played.reset_info, played.infos, seed=record.seed, agent=record.agent, costs=costs)
     now = dataclasses.replace(now, duration_s=record.duration_s, extra=record.extra)
-    if not ended:
+    if not (played.terminated or played.truncated):
         message = f"the {len(record.steps)} recorded messages end before the episode does"
         now = dataclasses.replace(
             now, reward=0.0, checker={"valid": False, "error_type": TRANSCRIPT_ENDED, "error_message": message}
         )
-    return now, reset_info["task"]
+    return now, played.reset_info["task"]
 
 
 def _entry_files(env_id: str, task: Task) -> list[str] | None:

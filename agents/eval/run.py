@@ -291,7 +291,7 @@ class _Progress:
         self._postfix()
 
     def episode(self, record: EpisodeRecord) -> None:
-        self.rewards.append(record.reward)
+        self.rewards += [] if record.unscored else [record.reward]
         self.bar.update(1)
         self._postfix()
 
@@ -396,7 +396,7 @@ def _start_and_play(
     wanted = {(t, s) for s in config.seeds for t in task_ids}
     resumed = not force and run.check(_resumable(config.to_dict()))
     existing = read_episodes(episodes_path, unique=True)[0] if not force and episodes_path.exists() else []
-    done = [e for e in existing if (e.task_id, e.seed) in wanted]
+    done = [e for e in existing if (e.task_id, e.seed) in wanted and not e.unscored]  # unscored: played again
     for e in done:
         played = cards.get(str(e.protocol.get("env_id")))
         if played is None or (card := ProtocolCard.from_dict(dict(e.protocol))).differences(played):

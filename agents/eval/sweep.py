@@ -108,7 +108,7 @@ def one_factor_changes(grid: Mapping[str, Sequence[Any]]) -> tuple[dict[str, Any
 
 def _rewards(folder: Path) -> dict[tuple[str, int], float]:
     records, _ = read_episodes(folder / "episodes.jsonl", unique=True)
-    return {(r.task_id, r.seed): float(r.reward) for r in records}
+    return {(r.task_id, r.seed): float(r.reward) for r in records if not r.unscored}
 
 
 def run_vary(

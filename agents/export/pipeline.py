@@ -59,6 +59,12 @@ def export_bfcl(run: str | os.PathLike[str], out: str | os.PathLike[str], *, for
     target = plans[0][2]
     warnings = [w for *_, found_warnings in plans for w in found_warnings]
     episodes = [r for _, selected in shares for r in selected]
+    if unscored := sum(r.unscored for r in episodes):
+        warnings.append(
+            f"{unscored} episodes ended because the model server failed: the run's tables leave them out, "
+            "BFCL counts them as failed inferences; play them first (`tooluse eval run` again with the same "
+            "--out resumes the run)"
+        )
     prepare_out(out_path, run_path, force)
     program = evaluator_program()
     commands = []

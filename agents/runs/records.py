@@ -23,6 +23,13 @@ from tooluse_agents.runs.jsonl import FileHealth, read_jsonl
 from tooluse_agents.runs.metrics import EVAL_KEY, METRIC_KEYS  # the keys' one declaration (standard library only)
 from tooluse_gym.errors import ToolUseGymError
 
+UNSCORED_ERRORS = frozenset({"connection_error", "timeout", "rate_limited", "server_error"})
+"""Agent errors of a model server that failed, not of the model (`tooluse_agents.backends.base.FAILURE_CODES`).
+
+An episode that ended in one is not a score of 0: results leave it out, banners count it, and a
+resumed run plays it again.
+"""
+
 SCHEMA_VERSION = 1
 """The version this code writes, and the newest it reads."""
 
@@ -30,6 +37,7 @@ __all__ = [
     "EVAL_KEY",
     "METRIC_KEYS",
     "SCHEMA_VERSION",
+    "UNSCORED_ERRORS",
     "EpisodeRecord",
     "MetricsRecord",
     "RecordError",
@@ -240,11 +248,18 @@ class EpisodeRecord:
     questions: tuple[Mapping[str, Any], ...] = ()
 
     def scored(self) -> list[tuple[str, float]]:
-        """What results count: (task id, reward) of the episode, or of each of its `questions`."""
+        """What results count: (task id, reward) of the episode, or of each of its `questions`; none if `unscored`."""
+        if self.unscored:
+            return []
         if not self.questions:
             return [(self.task_id, self.reward)]
         right = self.error is None
         return [(str(q["task_id"]), 1.0 if right and q.get("valid") else 0.0) for q in self.questions]
+
+    @property
+    def unscored(self) -> bool:
+        """The episode ended because the model's server failed (`UNSCORED_ERRORS`): results leave it out."""
+        return self.error is not None and self.error.get("type") in UNSCORED_ERRORS
 
     @property
     def steps(self) -> tuple[StepEntry, ...]:
@@ -405,22 +420,24 @@ def unique_episodes(records: Sequence[EpisodeRecord], where: object = "episodes"
     """The first record of each (task, seed), in order; a warning says how many later repeats were left out.
 
     An evaluation plays each (task, seed) once; a file holding one twice (two processes that wrote
-    into one run folder, before run folders were locked) must not count it twice.
+    into one run folder, before run folders were locked) must not count it twice. An `unscored`
+    record is the exception: a resumed run plays its episode again, and the later record takes its place.
     """
-    seen: set[tuple[str, int]] = set()
-    kept = []
+    kept: dict[tuple[str, int], EpisodeRecord] = {}
+    repeats = 0
     for record in records:
         key = (record.task_id, record.seed)
-        if key not in seen:
-            seen.add(key)
-            kept.append(record)
-    if repeats := len(records) - len(kept):
+        if key not in kept or kept[key].unscored:
+            kept[key] = record
+        else:
+            repeats += 1
+    if repeats:
         warnings.warn(
             f"{where}: left out {repeats} repeated episode{'s' if repeats != 1 else ''} of a (task, seed) "
             "already read (the first is kept)",
             stacklevel=3,
         )
-    return kept
+    return list(kept.values())
 
 
 def read_metrics(path: str | os.PathLike[str]) -> tuple[list[MetricsRecord], FileHealth]:

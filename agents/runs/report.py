@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from tooluse_agents.runs.bfcl_scores import format_bfcl_table
-from tooluse_agents.runs.results import clean_caption, failure_banner, format_clean_table, format_table
+from tooluse_agents.runs.failures import failure_banner
+from tooluse_agents.runs.results import clean_caption, format_clean_table, format_table
 
 
 def _pyplot() -> Any:

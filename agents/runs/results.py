@@ -104,6 +104,7 @@ def summarize(episodes: Episodes, known_issues: KnownIssues | None = None) -> di
     rewards: dict[tuple[str, int], list[float]] = defaultdict(list)
     errors: Counter[str] = Counter()
     checker_errors: Counter[str] = Counter()
+    unscored: Counter[str] = Counter()
     tokens: Counter[str] = Counter()
     per_task: dict[tuple[str, str], list[float]] = defaultdict(list)
     for ep in episodes:
@@ -112,6 +113,7 @@ def summarize(episodes: Episodes, known_issues: KnownIssues | None = None) -> di
             per_task[(ep.category, task_id)].append(reward)
         if ep.error:
             errors[ep.error["type"]] += 1
+            unscored[ep.error["type"]] += ep.unscored
         elif ep.checker and ep.checker.get("error_type"):
             checker_errors[ep.checker["error_type"]] += 1
         tokens.update(prompt=ep.prompt_tokens, completion=ep.completion_tokens)
@@ -123,6 +125,7 @@ def summarize(episodes: Episodes, known_issues: KnownIssues | None = None) -> di
         "overall": overall,
         "pass_at_k": pass_at_k(per_task),
         "agent_errors": dict(errors),
+        "unscored": {k: n for k, n in unscored.items() if n},
         "checker_errors": dict(checker_errors),
         "tokens": dict(tokens),
     }
@@ -147,7 +150,7 @@ def summary_scores(episodes: Episodes) -> dict[str, Any] | None:
     if not env_ids or any(bfcl_category(env_id, "") is None for env_id in env_ids):
         return None
     rewards: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for ep in episodes:
+    for ep in (ep for ep in episodes if not ep.unscored):
         category = bfcl_category(ep.protocol.get("env_id"), ep.category) or ep.category
         rewards[ep.seed][category].extend(r for _, r in ep.scored())
     per_seed = {
@@ -278,47 +281,6 @@ def format_table(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-_ERROR_HINTS = {
-    "connection_error": "the endpoint did not answer (is a server up at --base-url? `tooluse serve MODEL` starts one)",
-    "timeout": "the endpoint did not answer in time",
-    "rate_limited": "the endpoint refused the requests (rate limit)",
-    "server_error": "the endpoint failed (5xx)",
-    "bad_request": "the endpoint rejected the requests (400: the served model name? a prompt too long?)",
-    "api_error": "the endpoint rejected the requests",
-    "context_length_exceeded": "the prompts are longer than the model's context",
-}
-
-
-def failure_banner(summary: Mapping[str, Any]) -> str | None:
-    """A line that says a run failed (every episode ended in an agent error) or how many episodes did; None if none.
-
-    Such episodes score 0 in the tables: without this line a dead endpoint reads as a model that scores 0.
-    """
-    errors = Counter(summary.get("agent_errors") or {})
-    failed, total = sum(errors.values()), summary.get("episodes", 0)
-    if not failed:
-        return None
-    counts = ", ".join(f"{kind}: {n}" for kind, n in errors.most_common())
-    kind = errors.most_common(1)[0][0]
-    hint = _ERROR_HINTS.get(kind, "see each episode's error in episodes.jsonl")
-    if run_failed(summary):
-        return (
-            f"ERROR: {f'all {total} episodes' if total > 1 else 'the only episode'} ended in an agent error "
-            f"({counts}): {hint}. "
-            "The run failed; this is not a score of 0."
-        )
-    return (
-        f"WARNING: {failed} of {total} episodes ended in an agent error ({counts}): {hint}. "
-        "They count as 0 in the table below."
-    )
-
-
-def run_failed(summary: Mapping[str, Any]) -> bool:
-    """Every episode of the run ended in an agent error (none was scored by the model's answers)."""
-    episodes = summary.get("episodes", 0)
-    return episodes > 0 and sum((summary.get("agent_errors") or {}).values()) >= episodes
-
-
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}"
 
@@ -416,12 +378,14 @@ class LeftOut:
         tasks: Its task ids the other run did not play.
         seeds: Its seeds the other run did not play.
         categories: Its categories with no episode compared (no row in the comparison).
+        unscored: Its episodes that are no score (the model server failed: `EpisodeRecord.unscored`).
     """
 
     episodes: int = 0
     tasks: tuple[str, ...] = ()
     seeds: tuple[int, ...] = ()
     categories: tuple[str, ...] = ()
+    unscored: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (lists)."""
@@ -430,13 +394,14 @@ class LeftOut:
             "tasks": list(self.tasks),
             "seeds": list(self.seeds),
             "categories": list(self.categories),
+            "unscored": self.unscored,
         }
 
     def describe(self, other: str) -> str:
         """One phrase: what is left out, with `other` the other run's name ("none" when nothing)."""
         if not self.episodes:
             return "none"
-        parts = []
+        parts = [f"{self.unscored} not scored (the model server failed)"] if self.unscored else []
         if self.tasks or self.seeds:
             played = [_count(len(self.tasks), "task")] if self.tasks else []
             if self.seeds:
@@ -546,7 +511,7 @@ def _by_pair(episodes: Sequence[EpisodeRecord]) -> dict[Pair, tuple[str, float]]
     """(category, mean reward) per (task, seed) a run played."""
     rewards: dict[Pair, list[float]] = defaultdict(list)
     categories: dict[Pair, str] = {}
-    for e in episodes:
+    for e in (e for e in episodes if not e.unscored):  # a failed server's episode is no score of either run
         rewards[(e.task_id, e.seed)].append(e.reward)
         categories.setdefault((e.task_id, e.seed), e.category)
     return {p: (categories[p], statistics.fmean(v)) for p, v in rewards.items()}
@@ -558,7 +523,8 @@ def _left_out(
     """What `run` (whose pairs are `mine`) holds beyond the pairs `other` also holds."""
     compared = {category for p, (category, _) in mine.items() if p in other}
     return LeftOut(
-        episodes=sum((e.task_id, e.seed) not in other for e in run),
+        episodes=sum((e.task_id, e.seed) not in other or e.unscored for e in run),
+        unscored=sum(e.unscored for e in run),
         tasks=tuple(sorted({t for t, _ in mine} - {t for t, _ in other})),
         seeds=tuple(sorted({s for _, s in mine} - {s for _, s in other})),
         categories=tuple(sorted({c for c, _ in mine.values()} - compared)),
@@ -591,5 +557,6 @@ def task_means(episodes: Episodes) -> dict[str, float]:
     """Mean reward per task id across its episodes (seeds)."""
     rewards: dict[str, list[float]] = {}
     for e in as_records(episodes):
-        rewards.setdefault(e.task_id, []).append(e.reward)
+        if not e.unscored:
+            rewards.setdefault(e.task_id, []).append(e.reward)
     return {t: sum(v) / len(v) for t, v in rewards.items()}

@@ -11,7 +11,7 @@ import json
 import statistics
 from typing import Any
 
-from pages_common import ROOT, _load, _not_measured, _table
+from pages_common import DOCS, ROOT, _load, _not_measured, _table
 
 
 def env_speed_table() -> str:
@@ -248,6 +248,110 @@ def env_server_table() -> str:
         + f"{s['episodes_per_level']} oracle episodes a level; {m['cpu_model']}, {m['cpu_count']} CPUs, "
         + f"Python {m['python']}; `{data['command'].strip()}` at `{data['commit'][:7]}` "
         + f"(`benchmarks/results/{name}`).\n"
+    )
+
+
+def env_server_wire_table() -> str:
+    """Bytes a `tooluse serve-env` session sends per step, whole observations against deltas (env_server_wire.json)."""
+    name = "env_server_wire.json"
+    data = _load(name)
+    if data is None:
+        return _not_measured(name, "python -m benchmarks.env_server_wire --write")
+    rows = []
+    for r in data["cases"]:
+        step, episode = r["step_bytes_mean"], r["episode_bytes_mean"]
+        rows.append(
+            [
+                r["case"],
+                f"{r['reset_bytes_mean']['full']:,}",
+                f"{step['full']:,}",
+                f"{step['delta']:,}",
+                f"**{r['step_ratio_full_over_delta']:.1f}×**",
+                f"{episode['full'] / 1024:,.0f} / {episode['delta'] / 1024:,.0f}",
+                f"{r['rebuilt_equal']} / {r['observations']}",
+            ]
+        )
+    header = [
+        "case",
+        "reset (bytes)",
+        "step, whole (bytes)",
+        "step, delta (bytes)",
+        "whole / delta",
+        "episode, whole / delta (KiB)",
+        "rebuilt equal to whole",
+    ]
+    prompts = [r for r in data["cases"] if r["prompt_bytes"]]
+    prompt_line = "".join(
+        f" {r['case']}: the prompts' splices {r['prompt_bytes']['sent'] / 1024:,.0f} KiB in all, where whole prompts "
+        f"would have been {r['prompt_bytes']['if_whole'] / 1024:,.0f} KiB ({r['prompt_keeps_all']} of {r['steps']} "
+        "steps only appended)."
+        for r in prompts
+    )
+    verdicts = "every verdict equal" if data["all_verdicts_equal"] else "**some verdicts differ**"
+    s = data["settings"]
+    return (
+        _table(header, rows)
+        + f"\nMeans over {s['tasks_per_case']} tasks a case, {s['tasks']}; messages: {s['messages']}; {verdicts}. "
+        + f"Bytes: {s['bytes']}.{prompt_line} "
+        + f"`{data['command'].strip()}` at `{data['commit'][:7]}` (`benchmarks/results/{name}`).\n"
+    )
+
+
+def env_server_load_table() -> str:
+    """`tooluse serve-env` with sessions that think between steps (per worker count and sessions), from its JSON."""
+    name = "env_server_load.json"
+    data = _load(name)
+    if data is None:
+        return _not_measured(name, "python -m benchmarks.env_server_load --write")
+    rows = []
+    for r in data["levels"]:
+        h, lat, v, cpu = r["held"], r["step_latency_ms"], r["verdicts"], r["cpu_cores"]
+        failed = h["refused"] + h["never_answered"] + h["dropped_in_window"]
+        rows.append(
+            [
+                str(r["workers"]),
+                f"{r['sessions']:,}",
+                f"{h['held_at_window_end']:,}" + (f" ({failed:,} refused or dropped)" if failed else ""),
+                f"{lat['p50']:.1f} / **{lat['p99']:.1f}** / {lat['max']:.1f}",
+                f"{r['steps_per_s']:,.0f}",
+                f"{r['episodes_completed_in_window']:,}",
+                f"{r['memory']['per_session_kib']:,.0f}",
+                f"{cpu['server']:.2f} / {cpu['client']:.2f}",
+                f"{v['equal']:,} / {v['episodes']:,} (lost {v['lost']}, crossed {v['crossed']})",
+            ]
+        )
+    header = [
+        "workers",
+        "sessions",
+        "held to the window's end",
+        "step latency p50 / p99 / max (ms)",
+        "steps/s",
+        "episodes in the window",
+        "memory per session (KiB)",
+        "CPU cores: server / client",
+        "verdicts equal to in-process",
+    ]
+    goal, s, m = data["goal"], data["settings"], data["machine"]
+    met = {True: "**met**", False: "**not met**", None: "not tested by this run"}[goal["met"]]
+    at_goal = [
+        f"{r['workers']} worker{'s' if r['workers'] > 1 else ''}: p99 {r['step_latency_ms']['p99']:,.0f} ms, "
+        f"{r['held']['held_at_window_end']:,} of {r['sessions']:,} held ({'met' if r['meets_goal'] else 'not met'})"
+        for r in data["levels"]
+        if r["meets_goal"] is not None
+    ]
+    met += f" ({'; '.join(at_goal)})" if at_goal else ""
+    busy = [f"{r['sessions']:,} on {r['workers']}" for r in data["levels"] if r["client_busy"]]
+    figure = "env-server-load.png"
+    return (
+        f"Goal: {goal['statement']}: {met}.\n\n"
+        + _table(header, rows)
+        + f"\nThink time {s['think']} before each step; a {s['window_s']:g} s window once every session is open "
+        + f"(opened {s['ramp_rate_per_s']:g} a second); {s['episodes']} oracle episodes taken in turn; server and "
+        + f"client share the machine's {m['cpu_count']} CPUs"
+        + (f" (the client used most of a core at {', '.join(busy)}: it may limit those levels)" if busy else "")
+        + f"; {m['cpu_model']}, Python {m['python']}; `{data['command'].strip()}` at `{data['commit'][:7]}` "
+        + f"(`benchmarks/results/{name}`).\n"
+        + (f"\n![env server with thinking sessions]({figure})\n" if (DOCS / figure).exists() else "")
     )
 
 

@@ -30,7 +30,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules, however this file is loaded
 from benchmark_pages import (
     dtype_cpu_table,
+    env_server_load_table,
     env_server_table,
+    env_server_wire_table,
     env_speed_table,
     first_run_table,
     known_issues_table,
@@ -246,6 +248,8 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "trainer-vs-trl": lambda: study_summary(TRL),
     "env-speed": env_speed_table,
     "env-server": env_server_table,
+    "env-server-load": env_server_load_table,
+    "env-server-wire": env_server_wire_table,
     "single-turn-speed": single_turn_speed_table,
     "single-turn-catalog": single_turn_catalog,
     "seed-stability": seed_stability_table,

@@ -351,12 +351,13 @@ def protocol_card(env: gym.Env) -> ProtocolCard:
 
 @dataclass(frozen=True)
 class PlayedMessages:
-    """What `play_messages` saw: the last step's reward and flags, and every step's info."""
+    """What `play_messages` saw: the last step's reward and flags, every step's info, and the reset's info."""
 
     reward: float
     terminated: bool
     truncated: bool
     infos: tuple[dict[str, Any], ...]
+    reset_info: dict[str, Any] = field(default_factory=dict)
 
 
 def play_messages(env: gym.Env, task_id: str, messages: Iterable[Any], seed: int = 0) -> PlayedMessages:
@@ -364,7 +365,7 @@ def play_messages(env: gym.Env, task_id: str, messages: Iterable[Any], seed: int
 
     Stops when the episode ends; messages left over are not played (``len(infos)`` says how many were).
     """
-    env.reset(seed=seed, options={"task_id": task_id})
+    _, reset_info = env.reset(seed=seed, options={"task_id": task_id})
     reward, terminated, truncated, infos = 0.0, False, False, []
     for message in messages:
         _, step_reward, terminated, truncated, info = env.step(message)
@@ -372,4 +373,4 @@ def play_messages(env: gym.Env, task_id: str, messages: Iterable[Any], seed: int
         infos.append(info)
         if terminated or truncated:
             break
-    return PlayedMessages(reward, terminated, truncated, tuple(infos))
+    return PlayedMessages(reward, terminated, truncated, tuple(infos), reset_info)

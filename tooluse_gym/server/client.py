@@ -17,6 +17,13 @@ session stays usable. A session the server ended (it stopped or restarted, or cl
 over a message too big) raises `SessionLost`, a ``ConnectionError`` that says so: the episode is
 gone, and the next ``reset`` connects again (a new session). A server that cannot be reached raises
 openenv's ``ConnectionError("Failed to connect to ...")``.
+
+The client asks for the lighter wire (``observation="delta"`` at reset, `tooluse_gym.server.wire`):
+after the reset each step brings only what changed, and the client rebuilds the whole observation,
+so ``result.observation`` holds the same messages, tools and prompt as a whole one. A delta that
+does not follow the last observation raises `WireGap` rather than build a wrong chat.
+``ToolUseEnvClient(url, observation="full")`` (or ``reset(..., observation="full")``) asks for
+whole observations instead: the form a server from before the option (it refuses the key) needs.
 """
 
 from __future__ import annotations
@@ -33,8 +40,9 @@ from websockets.exceptions import ConnectionClosed
 
 from tooluse_gym.errors import ToolUseGymError
 from tooluse_gym.server.models import ToolUseAction, ToolUseObservation, ToolUseState
+from tooluse_gym.server.wire import OBSERVATION_MODES, DeltaDecoder, WireGap
 
-__all__ = ["SessionLost", "ToolUseAction", "ToolUseEnvClient", "ToolUseObservation", "ToolUseState"]
+__all__ = ["SessionLost", "ToolUseAction", "ToolUseEnvClient", "ToolUseObservation", "ToolUseState", "WireGap"]
 
 
 class SessionLost(ToolUseGymError, ConnectionError):
@@ -42,10 +50,24 @@ class SessionLost(ToolUseGymError, ConnectionError):
 
 
 class ToolUseEnvClient(EnvClient[ToolUseAction, ToolUseObservation, ToolUseState]):
-    """One session of a tool-use env server; `sync()` gives the blocking form."""
+    """One session of a tool-use env server; `sync()` gives the blocking form.
+
+    Args:
+        base_url: The server's URL (``http://`` or ``ws://``).
+        observation: ``"delta"`` (default: steps send what changed, rebuilt here) or ``"full"``.
+        **kwargs: openenv's ``EnvClient`` arguments (timeouts, message size, ...).
+    """
+
+    def __init__(self, base_url: str, *, observation: str = "delta", **kwargs: Any):
+        if observation not in OBSERVATION_MODES:
+            raise ValueError(f"observation must be one of {', '.join(OBSERVATION_MODES)}, got {observation!r}")
+        super().__init__(base_url, **kwargs)
+        self.observation_mode = observation
+        self._decoder = DeltaDecoder()
 
     async def reset(self, **kwargs: Any) -> StepResult[ToolUseObservation]:
         """Start an episode (the server's reset arguments); connects first when the last session was lost."""
+        kwargs.setdefault("observation", self.observation_mode)  # a reset's observation starts the rebuild afresh
         async with self._session():
             return await super().reset(**kwargs)
 
@@ -66,6 +88,7 @@ class ToolUseEnvClient(EnvClient[ToolUseAction, ToolUseObservation, ToolUseState
         except ConnectionClosed as e:
             said = await self._last_error()  # e.g. CAPACITY_REACHED: sent just before the server closed
             await self.disconnect()  # the next reset connects again: a new session
+            self._decoder.forget()
             close = e.rcvd or e.sent
             why = f"code {close.code}{f': {close.reason}' if close.reason else ''}" if close else "no close frame"
             if said is not None:
@@ -88,7 +111,9 @@ class ToolUseEnvClient(EnvClient[ToolUseAction, ToolUseObservation, ToolUseState
 
     def _parse_result(self, payload: dict[str, Any]) -> StepResult[ToolUseObservation]:
         reward, done = payload.get("reward"), bool(payload.get("done", False))
-        observation = ToolUseObservation(**payload.get("observation", {}), reward=reward, done=done)
+        observation = self._decoder.decode(
+            ToolUseObservation(**payload.get("observation", {}), reward=reward, done=done)
+        )
         return StepResult(observation=observation, reward=reward, done=done)
 
     def _parse_state(self, payload: dict[str, Any]) -> ToolUseState:

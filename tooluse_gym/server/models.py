@@ -14,7 +14,9 @@ The observation is what ``reset`` and ``step`` return in-process, as JSON: the o
 ``messages``, ``tools`` (and ``prompt`` with a tokenizer), where the episode stands (``task_id``,
 ``turn``, ``steps_in_turn``), what the env answered (``env_messages``), the protocol card at reset
 (``protocol``), the checker's verdict at the end (``checker``), and the rest of the step's info
-(``info``: ``step_record``, ``parse_failure``, ``step``, ``turn_verdict``, ``tooluse``).
+(``info``: ``step_record``, ``parse_failure``, ``step``, ``turn_verdict``, ``tooluse``). A session that
+asked for deltas at reset gets, after the reset, only what each step changed, and ``delta`` says how
+to rebuild the rest (`tooluse_gym.server.wire`); otherwise ``delta`` is None and every observation is whole.
 """
 
 from __future__ import annotations
@@ -107,6 +109,13 @@ class ToolUseObservation(Observation):
     info: dict[str, Any] = Field(
         default_factory=dict,
         description="the rest of the step's info: step_record, parse_failure, step, turn_verdict, tooluse",
+    )
+    delta: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "None: a whole observation; else this one holds only what changed since the last, and this header "
+            "says how to rebuild it (a session that asked for observation='delta' at reset; tooluse_gym.server.wire)"
+        ),
     )
 
 

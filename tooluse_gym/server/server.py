@@ -24,7 +24,9 @@ One server serves several env ids (`Catalog`): BFCL multi-turn and single-turn, 
     {"type": "reset", "data": {"seed": 0, "task_id": "multi_turn_base_0", "tool_format": "json"}}
 
 ``env_id`` (default: the env id that has ``task_id``, else the first served), ``task_id`` (else one
-drawn with the seed, as in-process), ``seed``, ``episode_id`` (openenv's), and any knob of
+drawn with the seed, as in-process), ``seed``, ``episode_id`` (openenv's), ``observation`` (``"full"``,
+the default, or ``"delta"``: the episode's steps send only what changed, `tooluse_gym.server.wire`;
+a wire setting, not a knob), and any knob of
 `tooluse_gym.envs.knobs.Knobs` but ``tokenizer`` and ``chat_template`` (they name files on the
 server: start flags only). The knobs given at reset override the server's (its start flags), which
 override the env id's defaults; the protocol card in the reset's observation records the result.
@@ -66,13 +68,14 @@ from tooluse_gym.envs.tool_env import task_ids
 from tooluse_gym.errors import ToolUseGymError
 from tooluse_gym.server.capacity import Capacity, CapacityReached, LocalCapacity
 from tooluse_gym.server.models import ToolUseAction, ToolUseObservation, ToolUseState
+from tooluse_gym.server.wire import OBSERVATION_MODES, WIRE_KEYS, DeltaEncoder
 
 SERVER_ONLY_KNOBS = ("tokenizer", "chat_template")
 """Knobs a reset cannot set: they name files (a tokenizer folder, a template file) on the server's machine."""
 RESET_KNOBS = tuple(k for k in Knobs.names() if k not in SERVER_ONLY_KNOBS)
 """The knobs a reset may set."""
-RESET_KEYS = ("seed", "episode_id", "env_id", "task_id")
-"""The reset arguments other than knobs."""
+RESET_KEYS = ("seed", "episode_id", "env_id", "task_id", *WIRE_KEYS)
+"""The reset arguments other than knobs (``observation``: the wire's, `tooluse_gym.server.wire`)."""
 ENVS_PER_SESSION = 4
 """Built envs a session keeps (one per env id and knobs it reset with), least recently used dropped first."""
 WORKER_HEADER = "x-tooluse-worker"
@@ -239,6 +242,7 @@ class ToolUseEnvironment(Environment[ToolUseAction, ToolUseObservation, ToolUseS
         self._envs: OrderedDict[tuple[str, tuple[tuple[str, Any], ...]], gym.Env] = OrderedDict()
         self._env: gym.Env | None = None
         self._state = ToolUseState()
+        self._wire: DeltaEncoder | None = None
         self._closed = False
         if sessions is not None:
             sessions.opened()
@@ -247,6 +251,7 @@ class ToolUseEnvironment(Environment[ToolUseAction, ToolUseObservation, ToolUseS
         """Start an episode (module docstring: the arguments); `RequestError` for a bad one."""
         self._check_open()
         env_id, task_id = kwargs.pop("env_id", None), kwargs.pop("task_id", None)
+        mode = kwargs.pop("observation", "full")
         unknown = sorted(set(kwargs) - set(RESET_KNOBS))
         if unknown:
             server_only = [k for k in unknown if k in SERVER_ONLY_KNOBS]
@@ -259,6 +264,8 @@ class ToolUseEnvironment(Environment[ToolUseAction, ToolUseObservation, ToolUseS
             raise RequestError(f"seed must be a non-negative integer, got {seed!r}")
         if episode_id is not None and not isinstance(episode_id, str):
             raise RequestError(f"episode_id must be a string, got {type(episode_id).__name__}")
+        if mode not in OBSERVATION_MODES:
+            raise RequestError(f"observation must be one of {', '.join(OBSERVATION_MODES)}, got {mode!r}")
         env_id = self._catalog.route(env_id, task_id)
         env = self._env_for(env_id, kwargs)
         options = None if task_id is None else {"task_id": task_id}
@@ -267,6 +274,7 @@ class ToolUseEnvironment(Environment[ToolUseAction, ToolUseObservation, ToolUseS
         except ValueError as e:  # an unknown task id for this env id
             raise RequestError(str(e)) from None
         self._env = env
+        self._wire = DeltaEncoder() if mode == "delta" else None
         self._state = ToolUseState(
             episode_id=episode_id or f"{info['task_id']}:{seed}",
             env_id=env_id,
@@ -275,7 +283,8 @@ class ToolUseEnvironment(Environment[ToolUseAction, ToolUseObservation, ToolUseS
             done=False,
             knobs=dict(kwargs),
         )
-        return self._observation(obs, info, reward=None, done=False, truncated=False, env_id=env_id)
+        whole = self._observation(obs, info, reward=None, done=False, truncated=False, env_id=env_id)
+        return whole if self._wire is None else self._wire.encode(whole, reset=True)
 
     def step(self, action: ToolUseAction, timeout_s: float | None = None, **kwargs: Any) -> ToolUseObservation:
         """Play the assistant's message; `EpisodeError` when no episode is in progress."""
@@ -290,7 +299,8 @@ class ToolUseEnvironment(Environment[ToolUseAction, ToolUseObservation, ToolUseS
         self._state.done = done
         self._state.turn, self._state.steps_in_turn = info.get("turn", 0), info.get("steps_in_turn", 0)
         env_id = self._state.env_id or ""
-        return self._observation(obs, info, reward=float(reward), done=done, truncated=bool(truncated), env_id=env_id)
+        whole = self._observation(obs, info, reward=float(reward), done=done, truncated=bool(truncated), env_id=env_id)
+        return whole if self._wire is None else self._wire.encode(whole, reset=False)
 
     @property
     def state(self) -> ToolUseState:

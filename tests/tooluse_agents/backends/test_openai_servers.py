@@ -141,7 +141,7 @@ def test_a_server_that_stops_mid_run_has_its_episodes_moved_and_none_lost(stub):
     assert report[0]["episodes"] + report[1]["episodes"] - report[1]["moved_out"] == len(jobs)
 
 
-def test_when_no_server_answers_the_episodes_fail_as_agent_errors_naming_each_server(tmp_path):
+def test_when_no_server_answers_the_episodes_fail_as_agent_errors_naming_each_server(tmp_path, stub):
     urls = []
     with socket.socket() as one, socket.socket() as two:
         for s in (one, two):
@@ -157,6 +157,13 @@ def test_when_no_server_answers_the_episodes_fail_as_agent_errors_naming_each_se
         assert error["type"] == "connection_error" and error["message"].startswith("no server answered: ")
         assert all(url in error["message"] for url in urls)
     assert all(s["down"] for s in results["servers"])
+    # not a score of 0: left out of the table, and the same run again plays them on a server that is up
+    assert results["summary"]["unscored"] == {"connection_error": 2} and results["summary"]["categories"] == {}
+    up = stub()
+    again = dataclasses.replace(config, base_urls=(up.url,))
+    resumed = run_eval(again, tmp_path / "run", agent=agent_over(up.url), progress=False)
+    assert resumed["summary"]["episodes"] == 2 and resumed["summary"]["agent_errors"] == {}
+    assert resumed["summary"]["categories"]["base"]["episodes"] == 2 and resumed["summary"]["unscored"] == {}
 
 
 def test_bad_server_lists_are_refused():

@@ -523,7 +523,7 @@ class PerturbedOracle:
         kind = self.kinds[(task.task_id, seed)]
         first = next((t for t, calls in enumerate(task.ground_truth) if calls), None)
         if kind == "agent_error" and turn == min(1, task.num_turns - 1) and steps == 0:
-            return Generation(error=AgentError("timeout", "a scripted failure"))
+            return Generation(error=AgentError("agent_exception", "a scripted failure"))
         if kind == "force_quit" and turn == 0 and first is not None:  # calls at every step: the 21st force-quits
             return self.generation(message(task.ground_truth[first], self.encoding))
         calls = list(task.ground_truth[turn])
@@ -628,3 +628,12 @@ def test_smollm2_run_gets_the_same_verdicts_from_bfcl(tmp_path, bfcl_evaluate):
     assert export.target.model == "Qwen/Qwen3-8B" and not export.mismatches
     scores = score_each_root(export, bfcl_evaluate)
     assert len(assert_bfcl_agrees(tmp_path / "smol", export, scores)) == len(SMOL_TASKS)
+
+
+def test_export_warns_that_bfcl_counts_a_failed_servers_episodes_as_failures(tmp_path):
+    run = oracle_run(tmp_path / "run", task_ids=TASKS[:1], seeds=(0,))
+    assert not export_bfcl(run, tmp_path / "before").warnings
+    append(run, record([step("[cd(folder='docs')]")], task_id=TASKS[1], checker=None, error={"type": "timeout"}))
+    export = export_bfcl(run, tmp_path / "after")
+    assert export.inference_errors == 1
+    assert any(w.startswith("1 episodes ended because the model server failed") for w in export.warnings)

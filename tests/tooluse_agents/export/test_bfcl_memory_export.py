@@ -126,7 +126,7 @@ class PartlyWrong(OracleAgent):
         if question is None:
             return Generation(text=self.message(request))
         if task.task_id == self.failing and question.index % 5 == 3:
-            return Generation(error=AgentError("timeout", "a scripted failure"))
+            return Generation(error=AgentError("agent_exception", "a scripted failure"))
         kind = KINDS[question.index % len(KINDS)]
         if kind == "force_quit":  # the read call at every step: the 21st force-quits the question
             return Generation(text=self.message(dataclasses.replace(request, steps_in_turn=0)))

@@ -205,7 +205,7 @@ class ScriptedSingleTurn:
         first = task.functions[0]["name"]
         first = first.replace(".", "_") if task.underscore_to_dot else first
         if kind == "agent_error":
-            return Generation(error=AgentError("timeout", "a scripted failure"))
+            return Generation(error=AgentError("agent_exception", "a scripted failure"))
         if kind == "chatter":
             return Generation(text="I am not sure I can help with that.")
         if kind == "undecodable":

@@ -95,7 +95,7 @@ class PartlyWrong(OracleAgent):
             return Generation(text="{'answer': 'I do not know', 'context': 'I do not know'}")
         if kind == 2:
             return Generation(text="")
-        return Generation(error=AgentError("timeout", "a scripted failure"))
+        return Generation(error=AgentError("agent_exception", "a scripted failure"))
 
 
 def test_a_replayed_partly_wrong_run_gets_the_same_verdicts_from_bfcl(tmp_path, bfcl_evaluate):

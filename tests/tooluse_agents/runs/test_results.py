@@ -4,7 +4,10 @@ import math
 
 import pytest
 
-from tooluse_agents.runs.results import failure_banner, format_table, run_failed, spread, summarize
+from tooluse_agents.backends.base import FAILURE_CODES
+from tooluse_agents.runs.failures import failure_banner, run_failed
+from tooluse_agents.runs.records import UNSCORED_ERRORS
+from tooluse_agents.runs.results import format_table, spread, summarize
 
 
 def ep(category, seed, reward, error=None, checker_error=None, task_id="t0"):
@@ -30,16 +33,16 @@ def test_summarize_per_category_per_seed_and_unweighted_overall():
     episodes = (
         [ep("base", 0, 1.0), ep("base", 0, 0.0, checker_error="multi_turn:instance_state_mismatch")]
         + [ep("base", 1, 1.0), ep("base", 1, 1.0)]
-        + [ep("miss_func", 0, 0.0, error="timeout")] * 3
+        + [ep("miss_func", 0, 0.0, error="context_length_exceeded")] * 3
         + [ep("miss_func", 0, 1.0)]
-        + [ep("miss_func", 1, 0.0, error="timeout")] * 4
+        + [ep("miss_func", 1, 0.0, error="context_length_exceeded")] * 4
     )
     s = summarize(episodes)
     assert s["categories"]["base"]["per_seed"] == {"0": 0.5, "1": 1.0}
     assert s["categories"]["miss_func"]["per_seed"] == {"0": 0.25, "1": 0.0}
     # overall per seed = mean of the category accuracies (not of all episodes)
     assert s["overall"]["per_seed"] == {"0": pytest.approx(0.375), "1": pytest.approx(0.5)}
-    assert s["agent_errors"] == {"timeout": 7}
+    assert s["agent_errors"] == {"context_length_exceeded": 7}
     assert s["checker_errors"] == {"multi_turn:instance_state_mismatch": 1}
     assert s["tokens"] == {"prompt": 120, "completion": 24}
     table = format_table(s)
@@ -233,10 +236,44 @@ def test_compare_results_without_a_shared_task_and_seed_scores_nothing():
 def test_failure_banner_says_a_run_failed_or_how_many_episodes_did():
     ok = summarize([ep("base", 0, 1.0), ep("base", 0, 0.0, checker_error="multi_turn:empty_turn_model_response")])
     assert failure_banner(ok) is None and not run_failed(ok)
-    some = summarize([ep("base", 0, 1.0), ep("base", 1, 0.0, error="timeout"), ep("base", 2, 0.0, error="timeout")])
-    assert failure_banner(some).startswith("WARNING: 2 of 3 episodes ended in an agent error (timeout: 2): ")
-    assert not run_failed(some)
+    some = summarize([ep("base", 0, 1.0), *[ep("base", s, 0.0, error="context_length_exceeded") for s in (1, 2)]])
+    assert failure_banner(some).startswith("WARNING: 2 of 3 episodes ended in an agent error (context_length_")
+    assert failure_banner(some).endswith("They count as 0 in the table below.") and not run_failed(some)
+    mixed = summarize(
+        [ep("base", 0, 1.0), ep("base", 1, 0.0, error="timeout"), ep("base", 2, 0.0, error="bad_request")]
+    )
+    banner = failure_banner(mixed)
+    assert banner.startswith("WARNING: 1 of 3 episodes were not scored: the model server failed (timeout: 1)")
+    assert "left out of the table below; the same command again plays them" in banner
+    assert banner.endswith(
+        "1 of 3 episodes ended in an agent error (bad_request: 1): the endpoint rejected the "
+        "requests (400: the served model name? a prompt too long?). They count as 0 in the table below."
+    )
     dead = summarize([ep("base", 0, 0.0, error="connection_error"), ep("base", 1, 0.0, error="agent_exception")] * 2)
     banner = failure_banner(dead)
     assert banner.startswith("ERROR: all 4 episodes ended in an agent error (connection_error: 2, agent_exception: 2)")
     assert banner.endswith("The run failed; this is not a score of 0.") and run_failed(dead)
+
+
+def test_a_failed_model_server_leaves_its_episodes_unscored_not_zero():
+    """connection_error / timeout / rate_limited / server_error: the server failed, not the model (issue 58)."""
+    for kind in sorted(UNSCORED_ERRORS):
+        s = summarize(
+            [ep("base", 0, 1.0), ep("base", 0, 0.0, error=kind, task_id="t1"), ep("miss_func", 0, 0.0, error=kind)]
+        )
+        assert s["categories"]["base"]["per_seed"] == {"0": 1.0}  # not 0.5: the failed episode is left out
+        assert "miss_func" not in s["categories"] and s["overall"]["mean"] == 1.0
+        assert s["agent_errors"] == {kind: 2} and s["unscored"] == {kind: 2}
+    counted = summarize([ep("base", 0, 1.0), ep("base", 0, 0.0, error="context_length_exceeded", task_id="t1")])
+    assert counted["categories"]["base"]["per_seed"] == {"0": 0.5} and counted["unscored"] == {}
+    assert UNSCORED_ERRORS.issubset(FAILURE_CODES)
+
+
+def test_a_later_record_takes_the_place_of_an_unscored_one_and_only_of_it():
+    from tooluse_agents.runs.records import as_records, unique_episodes
+
+    first = as_records([ep("base", 0, 0.0, error="connection_error"), ep("base", 0, 1.0, task_id="t1")])
+    again = as_records([ep("base", 0, 1.0), ep("base", 0, 0.0, task_id="t1")])
+    with pytest.warns(UserWarning, match="left out 1 repeated episode"):
+        kept = unique_episodes([*first, *again])
+    assert [(r.task_id, r.reward, r.unscored) for r in kept] == [("t0", 1.0, False), ("t1", 1.0, False)]
