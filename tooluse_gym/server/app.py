@@ -31,6 +31,7 @@ docs/deploy.md: several servers behind a load balancer.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import os
 import shlex
@@ -146,7 +147,20 @@ class _AppFromEnviron:
             args = build_parser().parse_args(shlex.split(os.environ.get(ARGS_VARIABLE, "")))
             shared = os.environ.get(CAPACITY_VARIABLE)  # a worker of `tooluse serve-env --workers N`
             self._app = make_app(serve_config(args), capacity=SharedCapacity.claim(shared) if shared else None)
+            settle_heap()
         await self._app(scope, receive, send)
+
+
+def settle_heap() -> None:
+    """Freeze what startup built (modules, the task catalog) out of Python's cyclic garbage collector.
+
+    Those objects live as long as the server. Left in the collector, every full collection walks
+    them all (about 170,000 objects for BFCL; a tenth of a second here), and while it runs no
+    session's step is answered: the tail of the step latency under load. Frozen, a full collection
+    walks only the sessions' own objects. Called once per serving process, after its app is built.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 app = _AppFromEnviron()
@@ -192,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         del served, catalog  # each worker loads its own
         return _serve_workers(list(sys.argv[1:] if argv is None else argv), args.workers, config, sock, line)
     print(line, file=sys.stderr, flush=True)
+    settle_heap()
     server = uvicorn.Server(uvicorn.Config(served, log_level="warning", ws_max_size=config.max_request_bytes))
     server.run(sockets=[sock])
     return 0
