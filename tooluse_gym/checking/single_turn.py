@@ -32,6 +32,7 @@ answer or doc that BFCL's checker cannot handle makes it raise, and `check_calls
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -130,7 +131,7 @@ def check_calls(
     underscore_to_dot: bool = False,
 ) -> AstVerdict:
     """BFCL's ``ast_checker`` on well-formed calls (each (name, parameter dict)), in the category's language."""
-    rules = _Rules(underscore_to_dot, languages.language_of(test_category))
+    rules = _rules(underscore_to_dot, languages.language_of(test_category))
     try:
         if "parallel" in test_category:
             _parallel(calls, functions, answer, rules)
@@ -155,6 +156,11 @@ class _Rules:
     """Dotted function names are expected with underscores."""
     language: str
     """``python``, ``java`` or ``javascript``."""
+
+
+@functools.cache
+def _rules(dot: bool, language: str) -> _Rules:
+    return _Rules(dot, language)
 
 
 def _answer_name(item: Mapping[str, Any]) -> Any:
@@ -299,6 +305,7 @@ def _inner_ok(param: Any, value: Any, accepted: list[Any], inner: type) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a pure function of a string; the possible answers' strings recur
 def _normalize(text: str) -> str:
     return _NORMALIZE.sub("", text).lower().replace("'", '"')
 

@@ -16,10 +16,10 @@ Both give `Decoded.parsed`, the calls as the env's step record shows them.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from tooluse_gym.decoding.json_values import json_copy
 from tooluse_gym.errors import ToolUseGymError
 from tooluse_gym.types import ParsedAction, ToolCall
 
@@ -94,21 +94,28 @@ class AstDecoded:
         return self.well_formed and bool(self.calls)
 
     def parsed(self) -> ParsedAction:
-        """The same response as the env's step record shows it (plain literal arguments only).
+        """The same response as the env's step record shows it (`shown_calls`)."""
+        return ParsedAction(content=self.content, calls=self.shown_calls(), failure=self.failure)
+
+    def shown_calls(self) -> tuple[ToolCall, ...]:
+        """The calls as the env's step record shows them (plain literal arguments only).
 
         A structured call keeps its ``id``; one whose parameters are not an object (JSON that is
         not one) has an ``error`` saying so, its parameters not shown.
         """
-        calls = tuple(
+        if not self.calls:
+            return ()
+        ids = self.ids
+        return tuple(
             ToolCall(
-                name=str(name),
-                arguments=_shown(params),
-                call_id=self.ids[i] if i < len(self.ids) else None,
-                error=None if type(params) is dict else NOT_AN_OBJECT,
+                str(name),
+                _shown(params),
+                (),
+                ids[i] if i < len(ids) else None,
+                None if type(params) is dict else NOT_AN_OBJECT,
             )
-            for i, (name, params) in enumerate(self.calls or ())
+            for i, (name, params) in enumerate(self.calls)
         )
-        return ParsedAction(content=self.content, calls=calls, failure=self.failure)
 
 
 def _shown(params: Any) -> dict[str, Any]:
@@ -116,7 +123,7 @@ def _shown(params: Any) -> dict[str, Any]:
     if type(params) is not dict:
         return {}
     try:
-        shown = json.loads(json.dumps(params, allow_nan=False))
+        shown = json_copy(params)
     except (TypeError, ValueError, RecursionError):
         return {}
     return shown if isinstance(shown, dict) else {}

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,10 +51,11 @@ __all__ = [
     "parse_action_bfcl",
     "python_call_list",
     "python_calls",
+    "tool_call_blocks",
     "tool_call_objects",
 ]
 
-_TOOL_CALL_BLOCK = re.compile(r"<tool_call>\n(.*?)\n</tool_call>", re.DOTALL)
+_OPEN_TAG, _CLOSE_TAG = "<tool_call>\n", "\n</tool_call>"
 
 
 @dataclass(frozen=True)
@@ -202,13 +202,32 @@ def decode_tool_call_tags(text: str) -> list[str]:
     return [source for source, _, _ in _decode_tool_call_tags(text)]
 
 
+def tool_call_blocks(text: str) -> list[str]:
+    r"""The text of each ``<tool_call>`` block as BFCL's Qwen FC handlers find them.
+
+    What ``re.findall(r"<tool_call>\n(.*?)\n</tool_call>", text, re.DOTALL)`` returns, found
+    with `str.find`: each block runs from an opening tag and its line break to the first line
+    break and closing tag after it; the next block is looked for after that closing tag.
+    """
+    blocks = []
+    start = text.find(_OPEN_TAG)
+    while start >= 0:
+        body = start + len(_OPEN_TAG)
+        end = text.find(_CLOSE_TAG, body)
+        if end < 0:  # no later opening tag has a closing tag after it either
+            break
+        blocks.append(text[body:end])
+        start = text.find(_OPEN_TAG, end + len(_CLOSE_TAG))
+    return blocks
+
+
 def tool_call_objects(text: str) -> list[Any]:
     """The JSON value of each ``<tool_call>`` block, as BFCL's Qwen FC handlers read them.
 
     Blocks that are not JSON are skipped; more than `MAX_CALLS_PER_MESSAGE` blocks raise `DecodeError`.
     """
     items = []
-    for block in _TOOL_CALL_BLOCK.findall(text):
+    for block in tool_call_blocks(text):
         try:
             items.append(json.loads(block))
         except (ValueError, RecursionError):

@@ -20,6 +20,7 @@ from tooluse_gym.tools.runtime import CallRecord
 
 RESET_OPTIONS = ("task_id",)
 """The keys `reset(options=...)` takes."""
+_RESET_KEYS = frozenset(RESET_OPTIONS)
 _RENDER_CLIP = 400
 
 
@@ -86,11 +87,11 @@ class TaskEnv(gym.Env[dict, Any]):
 
         `ValueError` for an unknown task id or an option other than those in `RESET_OPTIONS`.
         """
-        unknown = sorted(set(options or {}) - set(RESET_OPTIONS), key=str)
-        if unknown:
+        if options and not _RESET_KEYS.issuperset(options):
+            unknown = sorted(set(options) - _RESET_KEYS, key=str)
             raise ValueError(f"unknown reset options {unknown}; the known ones are: {', '.join(RESET_OPTIONS)}")
         self._seed_lazily(seed)
-        task_id = (options or {}).get("task_id")
+        task_id = options.get("task_id") if options else None
         if task_id is None:
             return self.tasks[int(self.np_random.integers(len(self.tasks)))]
         index = self._task_index().get(task_id)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,6 +13,7 @@ from tooluse_gym.checking import languages
 from tooluse_gym.checking.single_turn import AstVerdict, verdict
 from tooluse_gym.decoding.base import AstDecoded, Decoder
 from tooluse_gym.decoding.dispatch import decoder_for
+from tooluse_gym.decoding.json_values import json_copy
 from tooluse_gym.decoding.limits import MAX_MESSAGE_CHARS
 from tooluse_gym.envs.base import TaskEnv
 from tooluse_gym.envs.knobs import Knobs
@@ -128,6 +128,9 @@ class SingleTurnEnv(TaskEnv):
         self._verdict: AstVerdict | None = None
         self._done = True
         self._decoder: Decoder[AstDecoded] | None = None  # the episode's (`decoder_for`), set by reset
+        # per task id: its decoder (decoders hold no state) and its tool schemas (`openai_tool`'s, shared)
+        self._decoders: dict[str, Decoder[AstDecoded]] = {}
+        self._tools: dict[str, tuple[dict[str, Any], ...]] = {}
         scored = [t for t in self.tasks if isinstance(t, SingleTurnTask)]  # all of them (checked above)
         other = sorted({t.category for t in scored if languages.language_of(t.test_category) != "python"})
         if other and knobs.prompt_format is not None:
@@ -152,7 +155,10 @@ class SingleTurnEnv(TaskEnv):
         self.messages = [dict(m) for m in task.turns[0]]
         self._verdict = None
         assert isinstance(task, SingleTurnTask)  # the constructor takes no other
-        self._decoder = decoder_for(self.knobs, task)
+        decoder = self._decoders.get(task.task_id)
+        if decoder is None:
+            decoder = self._decoders[task.task_id] = decoder_for(self.knobs, task)
+        self._decoder = decoder
         self._done = False
         protocol = {
             **self._protocol_dict,
@@ -185,17 +191,17 @@ class SingleTurnEnv(TaskEnv):
             test_category=task.test_category,
             underscore_to_dot=task.underscore_to_dot,
         )
-        parsed = decoded.parsed()
-        self.messages.append(_assistant_message(action, parsed.content))
+        content, failure = decoded.content, decoded.failure
+        self.messages.append(_assistant_message(action, content))
         self._done = True
         reward = 1.0 if result.valid else 0.0
         turn = {"turn": 0, "checked": True, "valid": result.valid, "error_type": result.error_type}
         if result.message is not None:
             turn["message"] = result.message
         info: dict[str, Any] = {"task_id": task.task_id, "turn": 0}
-        if parsed.failure:
-            info["parse_failure"] = parsed.failure
-        info["step_record"] = StepRecord(0, parsed.content, parsed.calls, (), parsed.failure)
+        if failure:
+            info["parse_failure"] = failure
+        info["step_record"] = StepRecord(0, content, decoded.shown_calls(), (), failure)
         info["turn_verdict"] = turn
         info["checker"] = {**result.to_dict(), "turns": [dict(turn)]}
         info["tooluse"] = {"task_id": task.task_id, "reward": reward, "turns": 1, "steps": 0}
@@ -217,8 +223,11 @@ class SingleTurnEnv(TaskEnv):
 
     def _obs(self) -> dict[str, Any]:
         task = self.episode_task()
-        assert isinstance(task, SingleTurnTask)
-        return {"messages": list(self.messages), "tools": [_tool(d, task.underscore_to_dot) for d in task.functions]}
+        tools = self._tools.get(task.task_id)
+        if tools is None:
+            assert isinstance(task, SingleTurnTask)
+            tools = self._tools[task.task_id] = tuple(_tool(d, task.underscore_to_dot) for d in task.functions)
+        return {"messages": list(self.messages), "tools": list(tools)}
 
 
 def _tool(doc: Mapping[str, Any], underscore_to_dot: bool) -> dict[str, Any]:
@@ -239,7 +248,7 @@ def _assistant_message(action: Any, content: str) -> dict[str, Any]:
     raw = action.get("tool_calls")
     if isinstance(raw, list) and raw:
         try:
-            message["tool_calls"] = json.loads(json.dumps(raw[:64], allow_nan=False))
+            message["tool_calls"] = json_copy(raw[:64])
         except (TypeError, ValueError, RecursionError):
             pass
         else:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
 
 from tooluse_gym.envs.base import task_env
 from tooluse_gym.prompts import SystemPromptSpec, system_prompt_spec
+
+RENDERED_TASKS = 4096
+"""Tasks whose rendered prompt a `SystemPrompt` keeps (BFCL's single-turn entries: about 3.5 kB each)."""
 
 
 class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
@@ -41,17 +45,20 @@ class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
         gym.utils.RecordConstructorArgs.__init__(self, prompt=prompt, tool_format=tool_format)
         gym.ObservationWrapper.__init__(self, env)
         self.prompt = resolved if resolved is not None else system_prompt_spec(prompt, tool_format)
-        self._rendered: tuple[str, str | None] | None = None
+        self._base = task_env(env)
+        # task id -> its prompt text (immutable): the last `RENDERED_TASKS` tasks played, oldest dropped first
+        self._rendered: dict[str, str | None] = {}
 
     def observation(self, observation: dict[str, Any]) -> dict[str, Any]:
         """The observation with the system message first (rendered once per task), unchanged under ``none``.
 
         ``tools`` is emptied when the prompt carries the function list.
         """
-        task = task_env(self.env).episode_task()
-        if self._rendered is None or self._rendered[0] != task.task_id:
-            self._rendered = (task.task_id, self.prompt.render(task.functions))
-        text = self._rendered[1]
+        task = self._base.episode_task()
+        try:
+            text = self._rendered[task.task_id]
+        except KeyError:
+            text = self._render(task.task_id, task.functions)
         if text is None:
             return observation
         tools = [] if self.prompt.carries_tools else observation["tools"]
@@ -60,3 +67,9 @@ class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
             merged = {**messages[0], "content": text + "\n\n" + messages[0]["content"]}
             return {**observation, "messages": [merged, *messages[1:]], "tools": tools}
         return {**observation, "messages": [{"role": "system", "content": text}, *messages], "tools": tools}
+
+    def _render(self, task_id: str, functions: Sequence[Mapping[str, Any]]) -> str | None:
+        if len(self._rendered) >= RENDERED_TASKS:
+            del self._rendered[next(iter(self._rendered))]
+        text = self._rendered[task_id] = self.prompt.render(functions)
+        return text
