@@ -1,4 +1,9 @@
-"""Typed data passed between the parser, the tool runtime, the checker and the env."""
+"""Typed data passed between the parser, the tool runtime, the checker and the env.
+
+`ToolCall` and `StepRecord`, built at every step, write their ``__init__`` out: a frozen
+dataclass's generated one sets each field through ``object.__setattr__``, which cost as much
+as the rest of a single-turn step; theirs store the instance's fields in one assignment.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+_NEW_DICT: Any = object()
+"""`ToolCall`'s default ``arguments``: a new empty dict per call (the field's ``default_factory``)."""
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class ToolCall:
     """One call parsed from a model message (or from ground truth).
 
@@ -26,6 +34,25 @@ class ToolCall:
     call_id: str | None = None
     error: str | None = None
     source: str | None = None
+
+    def __init__(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] = _NEW_DICT,
+        positional: tuple[Any, ...] = (),
+        call_id: str | None = None,
+        error: str | None = None,
+        source: str | None = None,
+    ) -> None:
+        fields = {
+            "name": name,
+            "arguments": {} if arguments is _NEW_DICT else arguments,
+            "positional": positional,
+            "call_id": call_id,
+            "error": error,
+            "source": source,
+        }
+        object.__setattr__(self, "__dict__", fields)
 
     def render(self) -> str:
         """Python call syntax, e.g. ``cd(folder='docs')`` (for transcripts, never for execution)."""
@@ -68,7 +95,7 @@ class ParsedAction:
         return self
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class StepRecord:
     """One assistant message as the env handled it: the calls it found and their results.
 
@@ -80,6 +107,17 @@ class StepRecord:
     calls: tuple[ToolCall, ...] = ()
     results: tuple[str, ...] = ()
     parse_failure: str | None = None
+
+    def __init__(
+        self,
+        turn: int,
+        content: str,
+        calls: tuple[ToolCall, ...] = (),
+        results: tuple[str, ...] = (),
+        parse_failure: str | None = None,
+    ) -> None:
+        fields = {"turn": turn, "content": content, "calls": calls, "results": results, "parse_failure": parse_failure}
+        object.__setattr__(self, "__dict__", fields)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form for episode files (the content under ``assistant``; ``parse_failure`` only when set)."""

@@ -67,7 +67,7 @@ Call = tuple[Any, Any]
 """One decoded call: (name, parameters); the parameters are a dict unless the output is malformed."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class AstDecoded:
     """One response as BFCL's AST decoder sees it.
 
@@ -82,6 +82,16 @@ class AstDecoded:
     calls: tuple[Call, ...] | None = None
     failure: str | None = None
     ids: tuple[str | None, ...] = ()
+
+    def __init__(
+        self,
+        content: str,
+        calls: tuple[Call, ...] | None = None,
+        failure: str | None = None,
+        ids: tuple[str | None, ...] = (),
+    ) -> None:
+        # one store of the fields (as `tooluse_gym.types.ToolCall` does): one result per message decoded
+        object.__setattr__(self, "__dict__", {"content": content, "calls": calls, "failure": failure, "ids": ids})
 
     @property
     def well_formed(self) -> bool:
@@ -105,17 +115,12 @@ class AstDecoded:
         """
         if not self.calls:
             return ()
-        ids = self.ids
-        return tuple(
-            ToolCall(
-                str(name),
-                _shown(params),
-                (),
-                ids[i] if i < len(ids) else None,
-                None if type(params) is dict else NOT_AN_OBJECT,
-            )
-            for i, (name, params) in enumerate(self.calls)
-        )
+        ids, shown = self.ids, []
+        for i, (name, params) in enumerate(self.calls):
+            call_id = ids[i] if i < len(ids) else None
+            error = None if type(params) is dict else NOT_AN_OBJECT
+            shown.append(ToolCall(str(name), _shown(params), (), call_id, error))
+        return tuple(shown)
 
 
 def _shown(params: Any) -> dict[str, Any]:

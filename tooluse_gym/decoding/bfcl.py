@@ -36,6 +36,7 @@ from typing import Any
 
 from tooluse_gym.decoding.base import DecodeError
 from tooluse_gym.decoding.call_lists import certain_syntax_error, read_call_list
+from tooluse_gym.decoding.json_values import json_value
 from tooluse_gym.decoding.lenient import literal_call, parse_python_calls
 from tooluse_gym.decoding.limits import MAX_CALLS_PER_MESSAGE, MAX_MESSAGE_CHARS
 from tooluse_gym.decoding.literals import BFCL_ARGUMENTS, Walk, bfcl_call
@@ -229,7 +230,7 @@ def tool_call_objects(text: str) -> list[Any]:
     items = []
     for block in tool_call_blocks(text):
         try:
-            items.append(json.loads(block))
+            items.append(json_value(block))  # json.loads(block), as BFCL reads it
         except (ValueError, RecursionError):
             continue  # BFCL skips blocks that are not JSON
     if len(items) > MAX_CALLS_PER_MESSAGE:

@@ -71,7 +71,7 @@ def decode_ast_action(action: Any, tool_format: str, language: str = "python") -
     """
     if tool_format not in ("python", "json"):
         raise ValueError(f"unknown tool_format {tool_format!r}; expected 'python' or 'json'")
-    if isinstance(action, Mapping):
+    if type(action) is not str and isinstance(action, Mapping):
         raw_content = action.get("content")
         content = raw_content if isinstance(raw_content, str) else ""
         if "tool_calls" in action:

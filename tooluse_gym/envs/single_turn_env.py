@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
-from typing import Any
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 from gymnasium import spaces
@@ -127,10 +128,8 @@ class SingleTurnEnv(TaskEnv):
         self.messages: list[dict[str, Any]] = []
         self._verdict: AstVerdict | None = None
         self._done = True
-        self._decoder: Decoder[AstDecoded] | None = None  # the episode's (`decoder_for`), set by reset
-        # per task id: its decoder (decoders hold no state) and its tool schemas (`openai_tool`'s, shared)
-        self._decoders: dict[str, Decoder[AstDecoded]] = {}
-        self._tools: dict[str, tuple[dict[str, Any], ...]] = {}
+        self._parts: _TaskParts | None = None  # the episode's task's, set by reset
+        self._task_parts: dict[str, _TaskParts] = {}  # by task id, made at its first episode
         scored = [t for t in self.tasks if isinstance(t, SingleTurnTask)]  # all of them (checked above)
         other = sorted({t.category for t in scored if languages.language_of(t.test_category) != "python"})
         if other and knobs.prompt_format is not None:
@@ -154,18 +153,17 @@ class SingleTurnEnv(TaskEnv):
         task = self.task = self.draw_task(seed, options)
         self.messages = [dict(m) for m in task.turns[0]]
         self._verdict = None
-        assert isinstance(task, SingleTurnTask)  # the constructor takes no other
-        decoder = self._decoders.get(task.task_id)
-        if decoder is None:
-            decoder = self._decoders[task.task_id] = decoder_for(self.knobs, task)
-        self._decoder = decoder
+        parts = self._task_parts.get(task.task_id)
+        if parts is None:
+            assert isinstance(task, SingleTurnTask)  # the constructor takes no other
+            parts = self._task_parts[task.task_id] = _TaskParts.of(task, self.knobs)
+        self._parts = parts
         self._done = False
-        protocol = {
-            **self._protocol_dict,
-            "seed": seed,
-            "extra": dict(self._protocol_dict["extra"]),
-            "task_data": dict(self._protocol_dict["task_data"]),
-        }
+        card = self._protocol_dict
+        protocol = card.copy()  # the card's keys in order (``seed`` among them), its nested dicts copied too
+        protocol["seed"] = seed
+        protocol["extra"] = dict(card["extra"])
+        protocol["task_data"] = dict(card["task_data"])
         info = {"task_id": task.task_id, "turn": 0, "steps_in_turn": 0, "protocol": protocol, "task": task}
         return self._obs(), info
 
@@ -179,18 +177,10 @@ class SingleTurnEnv(TaskEnv):
         if self._done:
             raise gym.error.ResetNeeded("the episode has ended; call reset() before step()")
         task = self.episode_task()
-        assert isinstance(task, SingleTurnTask)
-        decoder = self._decoder
-        assert decoder is not None  # reset sets it with the task
-        decoded = decoder.decode(action)
-        result = self._verdict = verdict(
-            decoded,
-            check=task.check,
-            functions=task.checker_docs,
-            answer=task.answer,
-            test_category=task.test_category,
-            underscore_to_dot=task.underscore_to_dot,
-        )
+        parts = self._parts
+        assert parts is not None  # reset sets it with the task
+        decoded = parts.decoder.decode(action)
+        result = self._verdict = parts.judge(decoded)
         content, failure = decoded.content, decoded.failure
         self.messages.append(_assistant_message(action, content))
         self._done = True
@@ -222,12 +212,34 @@ class SingleTurnEnv(TaskEnv):
         return self._verdict
 
     def _obs(self) -> dict[str, Any]:
-        task = self.episode_task()
-        tools = self._tools.get(task.task_id)
-        if tools is None:
-            assert isinstance(task, SingleTurnTask)
-            tools = self._tools[task.task_id] = tuple(_tool(d, task.underscore_to_dot) for d in task.functions)
-        return {"messages": list(self.messages), "tools": list(tools)}
+        parts = self._parts
+        if parts is None:
+            raise gym.error.ResetNeeded("call reset() before using the env")
+        return {"messages": list(self.messages), "tools": list(parts.tools)}
+
+
+class _TaskParts(NamedTuple):
+    """What an env makes once per task and uses at each of its episodes (none of it holds episode state)."""
+
+    decoder: Decoder[AstDecoded]
+    """`decoder_for` the env's knobs and the task (decoders hold no state)."""
+    judge: Callable[[AstDecoded], AstVerdict]
+    """`verdict` with the task's answer, docs and category bound."""
+    tools: tuple[dict[str, Any], ...]
+    """The task's tool schemas (`openai_tool`'s, shared: the observation gets a new list of them)."""
+
+    @classmethod
+    def of(cls, task: SingleTurnTask, knobs: Knobs) -> _TaskParts:
+        judge = functools.partial(
+            verdict,
+            check=task.check,
+            functions=task.checker_docs,
+            answer=task.answer,
+            test_category=task.test_category,
+            underscore_to_dot=task.underscore_to_dot,
+        )
+        tools = tuple(_tool(d, task.underscore_to_dot) for d in task.functions)
+        return cls(decoder_for(knobs, task), judge, tools)
 
 
 def _tool(doc: Mapping[str, Any], underscore_to_dot: bool) -> dict[str, Any]:
@@ -241,7 +253,7 @@ def _tool(doc: Mapping[str, Any], underscore_to_dot: bool) -> dict[str, Any]:
 def _assistant_message(action: Any, content: str) -> dict[str, Any]:
     """The assistant message as the transcript shows it: its text and its tool calls as given (JSON-safe)."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
-    if not isinstance(action, Mapping):
+    if type(action) is str or not isinstance(action, Mapping):
         return message
     if isinstance(action.get("reasoning_content"), str):
         message["reasoning_content"] = action["reasoning_content"]
