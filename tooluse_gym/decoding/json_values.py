@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["json_copy", "json_value"]
 
-_SCAN = json.JSONDecoder().scan_once
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 """The scanner of a default decoder, which `json.loads` uses (no hooks, strict strings)."""
 _WHITESPACE = " \t\n\r"
 """What `json.loads` skips before and after the value (its ``WHITESPACE`` pattern)."""
