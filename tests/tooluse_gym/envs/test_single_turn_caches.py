@@ -18,6 +18,7 @@ import tooluse_gym  # noqa: F401  (registers the ids)
 from tests._reference.single_turn_cases import message
 from tooluse_gym.checking.languages import language_of
 from tooluse_gym.envs.ids import SINGLE_TURN_ID
+from tooluse_gym.envs.tool_env import protocol_card
 from tooluse_gym.wrappers import system_prompt
 
 # a simple, a dotted-name, a parallel, a multiple, an irrelevance and a relevance entry, one with its own
@@ -69,7 +70,7 @@ def _format(knobs: dict[str, Any]) -> str:
 @pytest.mark.parametrize("knobs", KNOBS, ids=lambda k: ",".join(f"{n}={v[:12]}" for n, v in k.items()) or "default")
 def test_later_episodes_show_what_a_fresh_env_shows(knobs: dict[str, Any]):
     env = gym.make(SINGLE_TURN_ID, category="single_turn", task_ids=TASK_IDS, **knobs)
-    played = {}
+    played: dict[str, tuple[Any, ...]] = {}
     for task_id in [*TASK_IDS, *reversed(TASK_IDS), TASK_IDS[0]]:
         seen = _episode(env, task_id, _format(knobs))
         assert played.setdefault(task_id, seen) == seen
@@ -81,7 +82,7 @@ def test_later_episodes_show_what_a_fresh_env_shows(knobs: dict[str, Any]):
 def test_prompts_past_the_kept_ones_are_rendered_again(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(system_prompt, "RENDERED_TASKS", 2)
     env = gym.make(SINGLE_TURN_ID, category="single_turn", task_ids=TASK_IDS)
-    prompts = {}
+    prompts: dict[str, str] = {}
     for task_id in [*TASK_IDS, *TASK_IDS]:
         obs, _ = env.reset(options={"task_id": task_id})
         assert prompts.setdefault(task_id, obs["messages"][0]["content"]) == obs["messages"][0]["content"]
@@ -117,7 +118,7 @@ def test_what_an_episode_hands_out_is_the_callers(knobs: dict[str, Any]):
     next(iter(v for v in arguments.values() if isinstance(v, (list, dict))), []).clear()
 
     assert _episode(env, task_id, _format(knobs)) == first
-    assert env.unwrapped.protocol.to_dict()["extra"] == {}
+    assert protocol_card(env).to_dict()["extra"] == {}
 
 
 def test_step_record_arguments_are_json_values_not_the_decoders():
