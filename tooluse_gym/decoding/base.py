@@ -118,15 +118,15 @@ class AstDecoded:
         ids, shown = self.ids, []
         for i, (name, params) in enumerate(self.calls):
             call_id = ids[i] if i < len(ids) else None
-            error = None if type(params) is dict else NOT_AN_OBJECT
-            shown.append(ToolCall(str(name), _shown(params), (), call_id, error))
+            if type(params) is dict:
+                shown.append(ToolCall(str(name), _shown(params), (), call_id))
+            else:
+                shown.append(ToolCall(str(name), {}, (), call_id, NOT_AN_OBJECT))
         return tuple(shown)
 
 
-def _shown(params: Any) -> dict[str, Any]:
+def _shown(params: dict[Any, Any]) -> dict[str, Any]:
     """The parameters as JSON values (tuples become lists), for transcripts; {} when they are not JSON."""
-    if type(params) is not dict:
-        return {}
     try:
         shown = json_copy(params)
     except (TypeError, ValueError, RecursionError):

@@ -176,9 +176,8 @@ class SingleTurnEnv(TaskEnv):
         """
         if self._done:
             raise gym.error.ResetNeeded("the episode has ended; call reset() before step()")
-        task = self.episode_task()
-        parts = self._parts
-        assert parts is not None  # reset sets it with the task
+        task, parts = self.task, self._parts
+        assert task is not None and parts is not None  # reset sets them (and clears `_done`)
         decoded = parts.decoder.decode(action)
         result = self._verdict = parts.judge(decoded)
         content, failure = decoded.content, decoded.failure
