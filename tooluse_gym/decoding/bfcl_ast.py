@@ -86,9 +86,11 @@ def decode_ast_action(action: Any, tool_format: str, language: str = "python") -
     visible = visible_response(action)
     if tool_format == "python" and language != "python":
         return _language_calls(action, visible, language)
-    if tool_format == "python":
-        return _decoded(action, lambda: python_calls(visible))
-    return _decoded(action, lambda: _tool_call_tags(visible))
+    try:
+        calls = python_calls(visible) if tool_format == "python" else _tool_call_tags(visible)
+    except DecodeError as e:
+        return AstDecoded(action, failure=str(e))
+    return AstDecoded(action, tuple(calls))
 
 
 def _call_ids(raw_calls: Any) -> tuple[str | None, ...]:

@@ -151,7 +151,7 @@ class SingleTurnEnv(TaskEnv):
         this seed) and ``task``, the `SingleTurnTask` played (in-process only).
         """
         task = self.task = self.draw_task(seed, options)
-        self.messages = [dict(m) for m in task.turns[0]]
+        self.messages = list(map(dict, task.turns[0]))
         self._verdict = None
         parts = self._task_parts.get(task.task_id)
         if parts is None:
