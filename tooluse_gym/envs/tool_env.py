@@ -349,7 +349,7 @@ def protocol_card(env: gym.Env) -> ProtocolCard:
     return task_env(env).protocol
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class PlayedMessages:
     """What `play_messages` saw: the last step's reward and flags, every step's info, and the reset's info."""
 
@@ -358,11 +358,6 @@ class PlayedMessages:
     truncated: bool
     infos: tuple[dict[str, Any], ...]
     reset_info: dict[str, Any] = field(default_factory=dict)
-
-    def __init__(self, reward: float, terminated: bool, truncated: bool, infos: tuple[dict[str, Any], ...]) -> None:
-        # one store of the fields (as `tooluse_gym.types.ToolCall` does): one result per transcript scored
-        fields = {"reward": reward, "terminated": terminated, "truncated": truncated, "infos": infos}
-        object.__setattr__(self, "__dict__", fields)
 
 
 def play_messages(env: gym.Env, task_id: str, messages: Iterable[Any], seed: int = 0) -> PlayedMessages:
