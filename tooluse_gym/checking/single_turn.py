@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -244,11 +244,11 @@ def _check_param(param: Any, value: Any, spec: Mapping[str, Any], accepted: Any,
             _list_of_dicts_check(param, value, accepted)
             return
         if target is str:
-            if _normalize(value) not in [_normalize(a) for a in accepted if type(a) is str]:
+            if _normalize(value) not in [_normalize_answer(a) for a in accepted if type(a) is str]:
                 raise _Fail("value_error:string", f"{param!r} = {value!r} is not an accepted value")
             return
         if target is list:
-            if _normalized_list(value) not in [_normalized_list(a) for a in accepted]:
+            if _normalized_list(value) not in [_normalized_list(a, _normalize_answer) for a in accepted]:
                 raise _Fail("value_error:list/tuple", f"{param!r} = {value!r} is not an accepted value")
             return
     if value not in accepted:
@@ -305,13 +305,17 @@ def _inner_ok(param: Any, value: Any, accepted: list[Any], inner: type) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=1 << 16)  # a pure function of a string; the possible answers' strings recur
 def _normalize(text: str) -> str:
     return _NORMALIZE.sub("", text).lower().replace("'", '"')
 
 
-def _normalized_list(values: Any) -> list[Any]:
-    return [_normalize(v) if type(v) is str else v for v in values]
+_normalize_answer = functools.lru_cache(maxsize=1 << 16)(_normalize)
+"""`_normalize` for the possible answers' strings: task data, the same few at every episode of a task
+(a model's strings are normalised afresh: they need not recur, and a cache of them could grow large)."""
+
+
+def _normalized_list(values: Any, normalize: Callable[[str], str] = _normalize) -> list[Any]:
+    return [normalize(v) if type(v) is str else v for v in values]
 
 
 def _dict_check(param: Any, value: Mapping[Any, Any], accepted: Sequence[Any]) -> None:
@@ -326,7 +330,7 @@ def _dict_check(param: Any, value: Mapping[Any, Any], accepted: Sequence[Any]) -
                 error, ok = ("value_error:dict_key", f"{param!r} has an unexpected key {key!r}"), False
                 break
             shown = _normalize(given) if type(given) is str else given
-            if shown not in _normalized_list(candidate[key]):
+            if shown not in _normalized_list(candidate[key], _normalize_answer):
                 error, ok = ("value_error:dict_value", f"{param!r}[{key!r}] = {given!r} is not accepted"), False
                 break
         for key, values in candidate.items():
