@@ -21,6 +21,8 @@ ADDED_SINCE_RECORDING = {
     "autocast": "the HF engine's generation dtype in the agent's settings (HFAgentConfig.autocast): new since",
     "task_data": "the task data files' digests on the protocol card (issue 59): new, and no recorded field changed",
     "checker_version": "the checkers' version on the protocol card (issue 59): new, and no recorded field changed",
+    "unscored": "a run summary's episodes a failed model server left unscored (issue 58): new, and no recorded "
+    "field changed",
 }
 """Keys the replay may hold that the recording predates, with why; anywhere else a new key is a difference."""
 
