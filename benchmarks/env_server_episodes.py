@@ -99,14 +99,21 @@ async def play_wire(
     *,
     think: Callable[[], Awaitable[None]] | None = None,
     sent: list[float] | None = None,
+    observation: str = "full",
 ) -> Verdict | str:
     """Play `episode` on an open session: its verdict, or what went wrong (an error reply, a crossed task).
 
     Each step's latency (send to reply) goes to `latencies`; with `sent`, its send time (`time.perf_counter`)
     goes there too, at the same index. `think` is awaited after each observation that asks for a next
-    message, before it is sent (a model's generation time).
+    message, before it is sent (a model's generation time). `observation`: what the session asks each step
+    to send, ``full`` (a generic OpenEnv client's observations) or ``delta`` (our client's: the new messages).
     """
-    reply = await request(ws, {"type": "reset", "data": {"seed": episode.seed, "task_id": episode.task_id}})
+    reset = {
+        "seed": episode.seed,
+        "task_id": episode.task_id,
+        **({"observation": "delta"} if observation == "delta" else {}),
+    }
+    reply = await request(ws, {"type": "reset", "data": reset})
     steps = 0
     for message in episode.messages:
         if reply.get("type") != "observation":

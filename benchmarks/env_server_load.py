@@ -113,6 +113,7 @@ class Plan:
     window_s: float
     ramp_rate: float
     seed: int
+    observation: str = "full"
 
 
 @dataclass
@@ -160,7 +161,9 @@ async def _session(number: int, url: str, episodes: list[Episode], plan: Plan, r
                 episode = episodes[(number + k * plan.sessions) % len(episodes)]
                 play = len(run.started)
                 run.started[play] = episode.index
-                result = await play_wire(ws, episode, run.latencies, think=think, sent=run.sent)
+                result = await play_wire(
+                    ws, episode, run.latencies, think=think, sent=run.sent, observation=plan.observation
+                )
                 if not opened:
                     raise ConnectionError(str(result))  # its first reset was refused (e.g. CAPACITY_REACHED)
                 run.results[play], run.finished_at[play] = result, time.perf_counter()
@@ -372,7 +375,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         for workers in args.workers:
             for sessions in args.sessions:
                 _settle_collector()
-                plan = Plan(sessions, workers, think, args.window, args.ramp_rate, args.seed)
+                plan = Plan(sessions, workers, think, args.window, args.ramp_rate, args.seed, args.observation)
                 levels.append(level(plan, episodes, expected))
                 _print(levels[-1])
     finally:
@@ -386,6 +389,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "window_s": args.window,
             "ramp_rate_per_s": args.ramp_rate,
             "seed": args.seed,
+            "observation": args.observation,
             "episodes": len(episodes),
             "tasks": "BFCL multi-turn, spread over all 800, seeds 0..n-1; the oracle agent's messages",
             "idle_timeout_s": IDLE_TIMEOUT_S,
@@ -463,6 +467,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ramp-rate", type=float, default=100.0, help="sessions opened a second in the ramp-up")
     parser.add_argument("--episodes", type=int, default=800, help="oracle episodes the sessions take in turn")
     parser.add_argument("--seed", type=int, default=0, help="seeds the think times")
+    parser.add_argument(
+        "--observation",
+        choices=("full", "delta"),
+        default="full",
+        help="what each step sends: the whole observation (a generic OpenEnv client) or the new messages "
+        "(ToolUseEnvClient's default; the reset asks for it) (default: full)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--plot", type=Path, default=PLOT)
     parser.add_argument("--write", action="store_true", help="write the JSON and the plot; without it: print only")
