@@ -297,9 +297,8 @@ def env_server_wire_table() -> str:
     )
 
 
-def env_server_load_table() -> str:
+def env_server_load_table(name: str = "env_server_load.json", figure: str = "env-server-load.png") -> str:
     """`tooluse serve-env` with sessions that think between steps (per worker count and sessions), from its JSON."""
-    name = "env_server_load.json"
     data = _load(name)
     if data is None:
         return _not_measured(name, "python -m benchmarks.env_server_load --write")
@@ -341,11 +340,12 @@ def env_server_load_table() -> str:
     ]
     met += f" ({'; '.join(at_goal)})" if at_goal else ""
     busy = [f"{r['sessions']:,} on {r['workers']}" for r in data["levels"] if r["client_busy"]]
-    figure = "env-server-load.png"
+    wire = {"full": "whole observations", "delta": "only the new messages (`observation: delta`)"}
     return (
         f"Goal: {goal['statement']}: {met}.\n\n"
         + _table(header, rows)
-        + f"\nThink time {s['think']} before each step; a {s['window_s']:g} s window once every session is open "
+        + f"\nEach step answered with {wire[s.get('observation', 'full')]}. "
+        + f"Think time {s['think']} before each step; a {s['window_s']:g} s window once every session is open "
         + f"(opened {s['ramp_rate_per_s']:g} a second); {s['episodes']} oracle episodes taken in turn; server and "
         + f"client share the machine's {m['cpu_count']} CPUs"
         + (f" (the client used most of a core at {', '.join(busy)}: it may limit those levels)" if busy else "")

@@ -249,6 +249,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "env-speed": env_speed_table,
     "env-server": env_server_table,
     "env-server-load": env_server_load_table,
+    "env-server-load-delta": lambda: env_server_load_table("env_server_load_delta.json", "env-server-load-delta.png"),
     "env-server-wire": env_server_wire_table,
     "single-turn-speed": single_turn_speed_table,
     "single-turn-catalog": single_turn_catalog,
