@@ -96,6 +96,7 @@ def test_generator_tolerates_missing_results(tmp_path, monkeypatch):
 
     monkeypatch.setattr(sys.modules["pages_common"], "RESULTS", tmp_path)  # where the tables read result files
     blocks = ("env-speed", "rollout-schedule", "dtype-cpu", "efficiency-headline", "speed-summary", "env-server-load")
+    blocks += ("env-server-load-delta",)
     for name in (*blocks, "efficiency-v2", "efficiency-single-turn", "trainer-vs-trl"):
         assert "Not measured yet" in gen.BLOCKS[name]()
     headline = gen.BLOCKS["headline"]()

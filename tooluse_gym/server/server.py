@@ -234,12 +234,6 @@ class ToolUseEnvironment(Environment[ToolUseAction, ToolUseObservation, ToolUseS
     """
 
     SUPPORTS_CONCURRENT_SESSIONS = True
-    REQUIRES_SINGLE_THREAD_EXECUTOR = True
-    """openenv runs every session's calls on one shared thread, not on a thread per session.
-
-    A step is pure Python under the GIL: a thread each gains nothing, and 2,048 threads contending
-    for the GIL with the event loop held each step's reply back by up to seconds at 2,048 sessions.
-    """
 
     def __init__(self, catalog: Catalog, sessions: OpenSessions | None = None):
         super().__init__()
