@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tooluse_agents.runs.records import UNSCORED_ERRORS
 from tooluse_agents.runs.results import CategoryDiff, Disagreement, RunComparison, compare_results, summarize
 from tooluse_gym.errors import ToolUseGymError
 from tooluse_gym.protocol import data_version
@@ -231,4 +232,6 @@ def compare(
 
 def _episode(s: EpisodeSummary) -> dict[str, Any]:
     """The fields of an episode record that accuracy needs."""
-    return {"task_id": s.task_id, "category": s.category, "seed": s.seed, "reward": s.reward}
+    unscored = s.error_type in UNSCORED_ERRORS  # a failed model server's: no score (as the harness counts it)
+    error = {"type": s.error_type} if unscored else None
+    return {"task_id": s.task_id, "category": s.category, "seed": s.seed, "reward": s.reward, "error": error}

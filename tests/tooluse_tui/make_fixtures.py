@@ -5,7 +5,8 @@
 Episodes are played through the real environment on real BFCL tasks by `ScriptedAgent`: the
 oracle's ground truth, bent per episode into the failures the TUI must show (a wrong argument,
 which the checker reports with a state diff; a turn without any call; a malformed call; a
-backend timeout). Token counts and latencies are scripted numbers, not measured ones.
+prompt past the model's context: an agent error that counts 0). Token counts and latencies are
+scripted numbers, not measured ones.
 
 - ``run_a/``, ``run_b/``: two evaluation runs (``results.json``, ``run.json``, ``episodes.jsonl``)
   with different protocol cards and different failures, for the compare view;
@@ -71,7 +72,9 @@ class ScriptedAgent:
         text = self.oracle.message(request)
         if request.turn == fail_turn and calls:
             if behaviour == "timeout" and request.steps_in_turn == 0:
-                return Generation(error=AgentError("timeout", "no response within 60 s"))
+                return Generation(
+                    error=AgentError("context_length_exceeded", "the prompt no longer fits the model's context")
+                )
             if behaviour == "silent":
                 text = "I am not able to do that with the tools I have."
             elif behaviour == "malformed" and request.steps_in_turn == 0:

@@ -47,7 +47,7 @@ def test_replay_filters_sorts_and_searches(data):
         await pilot.press("c", "c", "c", "c")  # back to all categories
         assert len(_rows(app)) == 9
         await pilot.press("e")  # first error type in sorted order
-        assert {s.error_type for s in _rows(app)} == {"multi_turn:empty_turn_model_response"}
+        assert {s.error_type for s in _rows(app)} == {"context_length_exceeded"}
         await pilot.press("e", "e", "e", "e", "x")  # no error filter, no failed filter
         assert len(_rows(app)) == 16
         await pilot.press("s", "s", "s", "s")  # sort by reward (file order, task id, category, seed, reward)

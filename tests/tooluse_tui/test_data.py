@@ -70,7 +70,7 @@ def test_store_summaries_match_the_records(data):
         assert s.error_type == expected
         assert store.record(s.line) == r
     assert {s.error_type for s in store.summaries} >= {
-        "timeout",
+        "context_length_exceeded",
         "multi_turn:instance_state_mismatch",
         "multi_turn:empty_turn_model_response",
     }
@@ -224,7 +224,7 @@ def test_transcript_of_an_episode_without_steps(data):
     records = _episodes(data / "run_a" / "episodes.jsonl")
     timed_out = next(r for r in records if r.error and not r.turns)
     assert transcript.frames(timed_out) == []
-    assert "agent error timeout" in transcript.ending_text(timed_out).plain
+    assert "agent error context_length_exceeded" in transcript.ending_text(timed_out).plain
 
 
 def test_plots_doctests():
@@ -353,3 +353,26 @@ def test_a_short_series_is_drawn_on_a_dotted_baseline_to_the_plot_width():
     assert line.plain == "reward     ▅▅······     0.5"
     assert len(plots.series_line("reward", list(range(20)), 8, "green").plain) == len(line.plain)
     assert plots.series_line("reward", [], 4, "green").plain == "reward     ····       -"
+
+
+def test_compare_leaves_out_a_failed_servers_episodes_as_the_harness_does(tmp_path, data):
+    """A timeout (the model server failed) is no score: the TUI's compare pairs what `tooluse eval compare` pairs."""
+    runs = []
+    for name in ("run_a", "run_b"):
+        folder = tmp_path / name
+        folder.mkdir()
+        text = (data / name / "episodes.jsonl").read_text()
+        (folder / "episodes.jsonl").write_text(text.replace('"type": "context_length_exceeded"', '"type": "timeout"'))
+        shutil.copy(data / name / "results.json", folder / "results.json")
+        runs.append(folder)
+    stores = [EpisodeStore(r / "episodes.jsonl") for r in runs]
+    for s in stores:
+        list(s.scan())
+    results = tuple(load_results(r, s.summaries, s) for r, s in zip(runs, stores, strict=True))
+    c = compare(("run_a", "run_b"), results, (stores[0].summaries, stores[1].summaries))
+    _, reference = compare_runs(*runs)
+    assert c.left_out[0].unscored == reference["left_out"]["a"]["unscored"] == 2
+    assert c.pairs == reference["compared"]["pairs"] == 14
+    rows = {r.category: r for r in c.categories}
+    for row in reference["categories"]:
+        assert rows[row["category"]].a == pytest.approx(row["a"]) and rows[row["category"]].b == pytest.approx(row["b"])
