@@ -276,14 +276,18 @@ def test_summaries_mark_tasks_the_known_issues_registry_lists(tmp_path, data):
     assert "known BFCL issue (wrong ground truth)" in reason and "issues/1367" in reason
 
 
-def test_compare_clean_subset_agrees_with_the_eval_harness(tmp_path, data):
-    runs = _flagged_runs(tmp_path, data)
+def _both_compares(runs):
+    """The TUI's comparison of two run folders, and `tooluse eval compare`'s (its JSON) of the same."""
     stores = [EpisodeStore(r / "episodes.jsonl") for r in runs]
     for s in stores:
         list(s.scan())
     results = tuple(load_results(r, s.summaries, s) for r, s in zip(runs, stores, strict=True))
-    c = compare(("run_a", "run_b"), results, (stores[0].summaries, stores[1].summaries))
-    _, reference = compare_runs(*runs)
+    return compare(("run_a", "run_b"), results, (stores[0].summaries, stores[1].summaries)), compare_runs(*runs)[1]
+
+
+def test_compare_clean_subset_agrees_with_the_eval_harness(tmp_path, data):
+    runs = _flagged_runs(tmp_path, data)
+    c, reference = _both_compares(runs)
     assert c.registry_version == reference["clean"]["registry_version"]
     assert list(c.excluded_tasks) == reference["clean"]["excluded_tasks"] == ["multi_turn_miss_param_4"]
     by_name = {r.category: r for r in c.clean}
@@ -365,12 +369,7 @@ def test_compare_leaves_out_a_failed_servers_episodes_as_the_harness_does(tmp_pa
         (folder / "episodes.jsonl").write_text(text.replace('"type": "context_length_exceeded"', '"type": "timeout"'))
         shutil.copy(data / name / "results.json", folder / "results.json")
         runs.append(folder)
-    stores = [EpisodeStore(r / "episodes.jsonl") for r in runs]
-    for s in stores:
-        list(s.scan())
-    results = tuple(load_results(r, s.summaries, s) for r, s in zip(runs, stores, strict=True))
-    c = compare(("run_a", "run_b"), results, (stores[0].summaries, stores[1].summaries))
-    _, reference = compare_runs(*runs)
+    c, reference = _both_compares(runs)
     assert c.left_out[0].unscored == reference["left_out"]["a"]["unscored"] == 2
     assert c.pairs == reference["compared"]["pairs"] == 14
     rows = {r.category: r for r in c.categories}
