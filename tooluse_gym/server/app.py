@@ -31,7 +31,6 @@ docs/deploy.md: several servers behind a load balancer.
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib.util
 import os
 import shlex
@@ -44,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from tooluse_gym.envs import MULTI_TURN_ID, SCENARIO_ID, SINGLE_TURN_ID
 from tooluse_gym.envs.flags import add_knob_flags, given_knobs
+from tooluse_gym.server.heap import FULL_EVERY_S, settle_heap
 
 if TYPE_CHECKING:
     from tooluse_gym.server.capacity import SharedCapacity
@@ -64,6 +64,17 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds >= 0 (`--full-gc-every`)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be >= 0 seconds, got {text}")
     return value
 
 
@@ -113,8 +124,21 @@ def build_parser() -> argparse.ArgumentParser:
         default=4 * 1024 * 1024,
         help="the largest HTTP body or WebSocket message accepted (default: 4 MiB)",
     )
+    p.add_argument(
+        "--full-gc-every",
+        type=seconds,
+        default=FULL_EVERY_S,
+        metavar="SECONDS",
+        help="run Python's full garbage collection on this clock in each serving process, not when CPython "
+        f"decides (its pauses are the step latency's tail under load); 0: CPython's own (default: {FULL_EVERY_S:g})",
+    )
     add_knob_flags(p.add_argument_group("knobs (the server's defaults; a reset overrides all but the last two)"))
     return p
+
+
+def full_gc_every(args: argparse.Namespace) -> float | None:
+    """`--full-gc-every` for `settle_heap`: seconds, or None for CPython's own schedule (0)."""
+    return args.full_gc_every or None
 
 
 def serve_config(args: argparse.Namespace) -> ServeEnvConfig:
@@ -147,20 +171,8 @@ class _AppFromEnviron:
             args = build_parser().parse_args(shlex.split(os.environ.get(ARGS_VARIABLE, "")))
             shared = os.environ.get(CAPACITY_VARIABLE)  # a worker of `tooluse serve-env --workers N`
             self._app = make_app(serve_config(args), capacity=SharedCapacity.claim(shared) if shared else None)
-            settle_heap()
+            settle_heap(full_gc_every(args))
         await self._app(scope, receive, send)
-
-
-def settle_heap() -> None:
-    """Freeze what startup built (modules, the task catalog) out of Python's cyclic garbage collector.
-
-    Those objects live as long as the server. Left in the collector, every full collection walks
-    them all (about 170,000 objects for BFCL; a tenth of a second here), and while it runs no
-    session's step is answered: the tail of the step latency under load. Frozen, a full collection
-    walks only the sessions' own objects. Called once per serving process, after its app is built.
-    """
-    gc.collect()
-    gc.freeze()
 
 
 app = _AppFromEnviron()
@@ -206,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         del served, catalog  # each worker loads its own
         return _serve_workers(list(sys.argv[1:] if argv is None else argv), args.workers, config, sock, line)
     print(line, file=sys.stderr, flush=True)
-    settle_heap()
+    settle_heap(full_gc_every(args))
     server = uvicorn.Server(uvicorn.Config(served, log_level="warning", ws_max_size=config.max_request_bytes))
     server.run(sockets=[sock])
     return 0
