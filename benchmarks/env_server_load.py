@@ -71,6 +71,7 @@ from benchmarks.env_server_episodes import (
 from benchmarks.env_server_episodes import compare as compare_verdicts
 from benchmarks.env_server_process import ServedEnv, server_args
 from tooluse_agents.backends.dtypes import machine
+from tooluse_gym.server.heap import FULL_EVERY_S
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "env_server_load.json"
@@ -114,6 +115,8 @@ class Plan:
     ramp_rate: float
     seed: int
     observation: str = "full"
+    full_gc_every: float | None = None
+    """The server's --full-gc-every (None: the server's default)."""
 
 
 @dataclass
@@ -244,7 +247,9 @@ async def _drive(server: ServedEnv, episodes: list[Episode], plan: Plan) -> dict
 def level(plan: Plan, episodes: list[Episode], expected: dict[int, Verdict]) -> dict[str, Any]:
     """One level on a fresh server (module docstring)."""
     args = server_args(max_sessions=plan.sessions, max_request_bytes=MAX_REQUEST_BYTES, idle_timeout=IDLE_TIMEOUT_S)
-    with ServedEnv(args + (["--workers", str(plan.workers)] if plan.workers > 1 else [])) as server:
+    args += ["--workers", str(plan.workers)] if plan.workers > 1 else []
+    args += ["--full-gc-every", f"{plan.full_gc_every:g}"] if plan.full_gc_every is not None else []
+    with ServedEnv(args) as server:
         warm = 2 * plan.workers  # a few sessions, so that each worker most likely serves one
         asyncio.run(play_sessions(server.ws_url, episodes[: 2 * warm], warm))  # the server's lazy imports
         server.wait_sessions(0)
@@ -375,7 +380,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         for workers in args.workers:
             for sessions in args.sessions:
                 _settle_collector()
-                plan = Plan(sessions, workers, think, args.window, args.ramp_rate, args.seed, args.observation)
+                plan = Plan(
+                    sessions,
+                    workers,
+                    think,
+                    args.window,
+                    args.ramp_rate,
+                    args.seed,
+                    args.observation,
+                    args.full_gc_every,
+                )
                 levels.append(level(plan, episodes, expected))
                 _print(levels[-1])
     finally:
@@ -390,6 +404,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "ramp_rate_per_s": args.ramp_rate,
             "seed": args.seed,
             "observation": args.observation,
+            "full_gc_every_s": FULL_EVERY_S if args.full_gc_every is None else args.full_gc_every,
             "episodes": len(episodes),
             "tasks": "BFCL multi-turn, spread over all 800, seeds 0..n-1; the oracle agent's messages",
             "idle_timeout_s": IDLE_TIMEOUT_S,
@@ -473,6 +488,13 @@ def main(argv: list[str] | None = None) -> int:
         default="full",
         help="what each step sends: the whole observation (a generic OpenEnv client) or the new messages "
         "(ToolUseEnvClient's default; the reset asks for it) (default: full)",
+    )
+    parser.add_argument(
+        "--full-gc-every",
+        type=float,
+        metavar="SECONDS",
+        help=f"the server's --full-gc-every: its full garbage collections on this clock; 0: CPython's own "
+        f"(default: the server's, {FULL_EVERY_S:g})",
     )
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--plot", type=Path, default=PLOT)

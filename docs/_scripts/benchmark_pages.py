@@ -341,10 +341,16 @@ def env_server_load_table(name: str = "env_server_load.json", figure: str = "env
     met += f" ({'; '.join(at_goal)})" if at_goal else ""
     busy = [f"{r['sessions']:,} on {r['workers']}" for r in data["levels"] if r["client_busy"]]
     wire = {"full": "whole observations", "delta": "only the new messages (`observation: delta`)"}
+    every = s.get("full_gc_every_s")
+    collector = (
+        "the server's full garbage collections on CPython's own schedule"
+        if not every
+        else f"the server's full garbage collections every {every:g} s (`--full-gc-every`)"
+    )
     return (
         f"Goal: {goal['statement']}: {met}.\n\n"
         + _table(header, rows)
-        + f"\nEach step answered with {wire[s.get('observation', 'full')]}. "
+        + f"\nEach step answered with {wire[s.get('observation', 'full')]}; {collector}. "
         + f"Think time {s['think']} before each step; a {s['window_s']:g} s window once every session is open "
         + f"(opened {s['ramp_rate_per_s']:g} a second); {s['episodes']} oracle episodes taken in turn; server and "
         + f"client share the machine's {m['cpu_count']} CPUs"

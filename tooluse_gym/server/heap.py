@@ -57,10 +57,11 @@ class ScheduledCollector:
         self._threshold: tuple[int, int, int] | None = None
 
     def start(self) -> ScheduledCollector:
+        """Take the full collections over from CPython and start the clock; returns self."""
         if self._thread is not None:
             raise RuntimeError("this collector was already started")
-        young, middle, self_oldest = gc.get_threshold()
-        self._threshold = (young, middle, self_oldest)
+        young, middle, oldest = gc.get_threshold()
+        self._threshold = (young, middle, oldest)
         gc.set_threshold(young, middle, _NEVER)
         self._thread = threading.Thread(target=self._run, name="tooluse-full-gc", daemon=True)
         self._thread.start()
@@ -78,6 +79,7 @@ class ScheduledCollector:
         return freed
 
     def stop(self) -> None:
+        """End the clock and give the full collections back to CPython (its threshold as it was)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5)
