@@ -12,9 +12,10 @@ collector off).
 `settle_heap` freezes what startup built out of the collector and hands the full collections to a
 `ScheduledCollector`: one every ``every_s`` seconds (`FULL_EVERY_S`), started by a daemon thread,
 and none started by allocation counts. The young generations are collected as before. Memory stays
-bounded: cyclic garbage waits at most ``every_s`` seconds (what a full collection finds here is a few
-hundred objects every few seconds), and everything freed by reference counting, most of a finished
-episode, is freed at once as always. ``every_s=None`` keeps CPython's own schedule.
+bounded: cyclic garbage waits at most ``every_s`` seconds, and everything freed by reference
+counting (most of a finished episode) is freed at once as always. The cycles an episode leaves are
+few: about 8 objects, its BFCL file system's directories and files, which point at their parents.
+``settle_heap(None)`` keeps CPython's own schedule.
 """
 
 from __future__ import annotations
