@@ -25,8 +25,13 @@ import threading
 import time
 from dataclasses import dataclass
 
-FULL_EVERY_S = 30.0
-"""Seconds between the serving process's full collections (`tooluse serve-env --full-gc-every`)."""
+FULL_EVERY_S = 60.0
+"""Seconds between the serving process's full collections (`tooluse serve-env --full-gc-every`).
+
+A full collection pauses a worker holding 1,024 sessions for about 0.3 s. Once a minute, that is
+0.5 % of its time, under the 1 % a p99 step latency can absorb; every 30 s, measured, the p99 at
+2,048 sessions on 2 workers was still 240 ms. The garbage left waiting a minute is small: about
+8 objects an episode."""
 _NEVER = 2**31 - 1
 """A generation-2 threshold no count reaches: CPython starts no full collection of its own."""
 

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from tooluse_gym.server.app import build_parser, full_gc_every
+from tooluse_gym.server.heap import FULL_EVERY_S
 
 SCRIPT = """
 import gc
@@ -82,7 +83,7 @@ def test_full_collections_run_on_the_clock_and_only_there():
 
 
 @pytest.mark.parametrize(
-    ("flag", "expected"), [([], 30.0), (["--full-gc-every", "5"], 5.0), (["--full-gc-every", "0"], None)]
+    ("flag", "expected"), [([], FULL_EVERY_S), (["--full-gc-every", "5"], 5.0), (["--full-gc-every", "0"], None)]
 )
 def test_the_flag(flag, expected):
     assert full_gc_every(build_parser().parse_args(flag)) == expected
