@@ -54,7 +54,9 @@ class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
 
         ``tools`` is emptied when the prompt carries the function list.
         """
-        task = self._base.episode_task()
+        task = self._base.task
+        if task is None:
+            task = self._base.episode_task()  # raises ResetNeeded
         try:
             text = self._rendered[task.task_id]
         except KeyError:
