@@ -38,6 +38,7 @@ class TaskEnv(gym.Env[dict, Any]):
     protocol: ProtocolCard
     task: Task | None = None
     call_records: dict[str, CallRecord]
+    _by_id: dict[str, int] | None = None  # task id -> index in `tasks`, made at the first reset naming a task
 
     def render(self) -> str | None:
         """Under ``ansi``, the episode's messages, one clipped line each, and the verdict once known; else None."""
@@ -90,34 +91,31 @@ class TaskEnv(gym.Env[dict, Any]):
         if options and not _RESET_KEYS.issuperset(options):
             unknown = sorted(set(options) - _RESET_KEYS, key=str)
             raise ValueError(f"unknown reset options {unknown}; the known ones are: {', '.join(RESET_OPTIONS)}")
-        self._seed_lazily(seed)
+        if seed is not None:  # seeded lazily (see `np_random`)
+            if not (isinstance(seed, int) and seed >= 0):
+                seeding.np_random(seed)  # raises gymnasium's own error for this seed
+            self._pending_seed = seed
+            self._np_random = None
+            self._np_random_seed = None
         task_id = options.get("task_id") if options else None
         if task_id is None:
             return self.tasks[int(self.np_random.integers(len(self.tasks)))]
-        index = self._task_index().get(task_id)
+        index = (self._by_id or self._task_index()).get(task_id)
         if index is None:
             raise ValueError(f"unknown task_id {task_id!r} (this env has {len(self.tasks)} tasks)")
         return self.tasks[index]
 
     def _task_index(self) -> dict[str, int]:
-        index = self.__dict__.get("_by_id")
+        index = self._by_id
         if index is None:
-            index = self.__dict__["_by_id"] = {t.task_id: i for i, t in enumerate(self.tasks)}
+            index = self._by_id = {t.task_id: i for i, t in enumerate(self.tasks)}
         return index
 
     # --- seeding ---------------------------------------------------------------------------
     # `reset(seed=s)` makes `np_random` the generator `seeding.np_random(s)` gives, as
     # `gym.Env.reset` does, but builds it on first use: most resets name their task and never
     # draw from it. A generator built later from the same seed draws the same numbers.
-
-    def _seed_lazily(self, seed: int | None) -> None:
-        if seed is None:
-            return
-        if not (isinstance(seed, int) and seed >= 0):
-            seeding.np_random(seed)  # raises gymnasium's own error for this seed
-        self._pending_seed = seed
-        self._np_random = None
-        self._np_random_seed = None
+    # (`draw_task` records the seed; `_materialize_seed` builds the generator.)
 
     def _materialize_seed(self) -> None:
         seed = self.__dict__.pop("_pending_seed", None)

@@ -165,7 +165,7 @@ class SingleTurnEnv(TaskEnv):
         protocol["extra"] = dict(card["extra"])
         protocol["task_data"] = dict(card["task_data"])
         info = {"task_id": task.task_id, "turn": 0, "steps_in_turn": 0, "protocol": protocol, "task": task}
-        return self._obs(), info
+        return {"messages": list(self.messages), "tools": list(parts.tools)}, info  # a new list of each
 
     def step(self, action: Any):
         """Decode and judge the assistant's message; the episode ends.
@@ -181,22 +181,33 @@ class SingleTurnEnv(TaskEnv):
         decoded = parts.decoder.decode(action)
         result = self._verdict = parts.judge(decoded)
         content, failure = decoded.content, decoded.failure
-        self.messages.append(_assistant_message(action, content))
+        messages = self.messages
+        if type(action) is str:  # `_assistant_message`'s answer for text
+            messages.append({"role": "assistant", "content": content})
+        else:
+            messages.append(_assistant_message(action, content))
         self._done = True
-        reward = 1.0 if result.valid else 0.0
-        turn = {"turn": 0, "checked": True, "valid": result.valid, "error_type": result.error_type}
-        if result.message is not None:
-            turn["message"] = result.message
-        info: dict[str, Any] = {"task_id": task.task_id, "turn": 0}
+        task_id, valid, error_type, message = task.task_id, result.valid, result.error_type, result.message
+        reward = 1.0 if valid else 0.0
+        turn = {"turn": 0, "checked": True, "valid": valid, "error_type": error_type}
+        if message is not None:
+            turn["message"] = message
+        record = StepRecord(0, content, decoded.shown_calls(), (), failure)
+        # `AstVerdict.to_dict`, written out, with the turns
+        checker = {"valid": valid, "error_type": error_type, "error_message": message, "turns": [dict(turn)]}
+        tooluse = {"task_id": task_id, "reward": reward, "turns": 1, "steps": 0}
+        info: dict[str, Any]  # the same keys in the same order either way, ``parse_failure`` only on a failure
         if failure:
-            info["parse_failure"] = failure
-        info["step_record"] = StepRecord(0, content, decoded.shown_calls(), (), failure)
-        info["turn_verdict"] = turn
-        info["checker"] = {**result.to_dict(), "turns": [dict(turn)]}
-        info["tooluse"] = {"task_id": task.task_id, "reward": reward, "turns": 1, "steps": 0}
-        info["steps_in_turn"] = 0
-        info["env_messages"] = []
-        return self._obs(), reward, True, False, info
+            info = {
+                "task_id": task_id, "turn": 0, "parse_failure": failure, "step_record": record, "turn_verdict": turn,
+                "checker": checker, "tooluse": tooluse, "steps_in_turn": 0, "env_messages": [],
+            }  # fmt: skip
+        else:
+            info = {
+                "task_id": task_id, "turn": 0, "step_record": record, "turn_verdict": turn,
+                "checker": checker, "tooluse": tooluse, "steps_in_turn": 0, "env_messages": [],
+            }  # fmt: skip
+        return {"messages": list(messages), "tools": list(parts.tools)}, reward, True, False, info
 
     def _shown_verdict(self) -> Any:
         return self._verdict
@@ -209,12 +220,6 @@ class SingleTurnEnv(TaskEnv):
     def result(self) -> AstVerdict | None:
         """The checker's verdict once the episode has ended."""
         return self._verdict
-
-    def _obs(self) -> dict[str, Any]:
-        parts = self._parts
-        if parts is None:
-            raise gym.error.ResetNeeded("call reset() before using the env")
-        return {"messages": list(self.messages), "tools": list(parts.tools)}
 
 
 class _TaskParts(NamedTuple):

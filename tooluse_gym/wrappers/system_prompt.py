@@ -54,7 +54,9 @@ class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
 
         ``tools`` is emptied when the prompt carries the function list.
         """
-        task = self._base.episode_task()
+        task = self._base.task
+        if task is None:
+            task = self._base.episode_task()  # raises ResetNeeded
         try:
             text = self._rendered[task.task_id]
         except KeyError:
@@ -63,10 +65,14 @@ class SystemPrompt(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
             return observation
         tools = [] if self.prompt.carries_tools else observation["tools"]
         messages = observation["messages"]
+        shown = dict(observation)  # ``{**observation, "messages": ..., "tools": ...}`` without a dict in between
         if messages and messages[0]["role"] == "system":  # a task's own system message goes after ours, as BFCL does
             merged = {**messages[0], "content": text + "\n\n" + messages[0]["content"]}
-            return {**observation, "messages": [merged, *messages[1:]], "tools": tools}
-        return {**observation, "messages": [{"role": "system", "content": text}, *messages], "tools": tools}
+            shown["messages"] = [merged, *messages[1:]]
+        else:
+            shown["messages"] = [{"role": "system", "content": text}, *messages]
+        shown["tools"] = tools
+        return shown
 
     def _render(self, task_id: str, functions: Sequence[Mapping[str, Any]]) -> str | None:
         if len(self._rendered) >= RENDERED_TASKS:

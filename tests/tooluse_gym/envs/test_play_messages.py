@@ -37,3 +37,32 @@ def test_a_recorded_transcript_scores_as_it_played():
     altered = [*messages[:first_calls], "[pwd()]", *messages[first_calls + 1 :]]
     wrong = play_messages(env, TASK, altered)
     assert wrong.reward == 0.0 and wrong.infos[-1]["checker"]["valid"] is False
+
+
+def test_played_messages_is_the_frozen_dataclass_it_declares():
+    """Its written-out ``__init__`` stores what the generated one would: fields, defaults, equality, frozen."""
+    import dataclasses
+
+    import pytest
+
+    from tooluse_gym.envs.tool_env import PlayedMessages
+
+    infos = ({"task_id": "t"},)
+    a, b = PlayedMessages(1.0, True, False, infos), PlayedMessages(1.0, True, False, infos)
+    assert a == b and a.reset_info == {} and a.reset_info is not b.reset_info  # a new default dict each
+    assert dataclasses.asdict(a) == {
+        "reward": 1.0,
+        "terminated": True,
+        "truncated": False,
+        "infos": infos,
+        "reset_info": {},
+    }
+    assert [f.name for f in dataclasses.fields(a)] == list(vars(a))
+    given = {"protocol": {}}
+    c = PlayedMessages(reward=0.0, terminated=True, truncated=False, infos=(), reset_info=given)
+    assert c.reset_info is given and dataclasses.replace(c, reward=1.0).reward == 1.0
+    assert (
+        repr(c) == "PlayedMessages(reward=0.0, terminated=True, truncated=False, infos=(), reset_info={'protocol': {}})"
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.reward = 1.0  # type: ignore[misc]
