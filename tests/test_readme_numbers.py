@@ -83,6 +83,20 @@ def test_readme_speed_line_equals_the_benchmark_results():
         assert f"`{name}` decoder {first:.2f}× first play / {repeat:.2f}× repeat play" in line
 
 
+def test_readme_server_line_equals_the_load_results():
+    section = _speed_section("README.md", "## Results")
+    line = next(line for line in section.splitlines() if line.startswith("- `tooluse serve-env` holding"))
+    results = RESULTS.parent
+    for wire, name in (("whole", "env_server_load.json"), ("delta", "env_server_load_delta.json")):
+        data = json.loads((results / name).read_text(encoding="utf-8"))
+        assert data["all_verdicts_equal"]
+        at_goal = [r for r in data["levels"] if r["sessions"] == 2048 and r["workers"] > 1]
+        assert at_goal, name
+        figures = ", ".join(f"{r['step_latency_ms']['p99']:.1f} ms on {r['workers']} workers" for r in at_goal)
+        assert f"{figures} ({wire} observations)" in line
+    assert "2,048 sessions that think 5 s" in line and "every verdict equal to in-process" in line
+
+
 def test_docs_home_status_lines_are_the_v2_results():
     """docs/index.md's status is the generated block (test_docs checks it against the generator), with v2's verdicts."""
     result = json.loads(EFFICIENCY_V2.read_text(encoding="utf-8"))

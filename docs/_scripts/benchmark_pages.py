@@ -202,7 +202,30 @@ def speed_summary() -> str:
             f"{r['rollouts_one_at_a_time']:.2f}× vLLM rollouts one at a time, {r['rollouts_batched']:.2f}× batched, "
             f"{r['update_speed']:.2f}× a 1,000-token update (`dtype_cpu.json`)."
         )
-    return "\n".join(lines) + "\n" + single_turn_speed_line()
+    return "\n".join(lines) + "\n" + single_turn_speed_line() + server_load_line()
+
+
+def server_load_line() -> str:
+    """The README's line for `tooluse serve-env` at the load goal's sessions, from the think-time load JSONs."""
+    runs = {
+        wire: _load(name) for wire, name in (("whole", "env_server_load.json"), ("delta", "env_server_load_delta.json"))
+    }
+    if runs["whole"] is None:
+        return ""
+    goal = runs["whole"]["goal"]
+    parts = []
+    for wire, data in runs.items():
+        rows = [r for r in (data or {}).get("levels", []) if r["sessions"] == goal["sessions"] and r["workers"] > 1]
+        if rows:
+            at = ", ".join(f"{r['step_latency_ms']['p99']:.1f} ms on {r['workers']} workers" for r in rows)
+            parts.append(f"{at} ({wire} observations)")
+    equal = all(d["all_verdicts_equal"] for d in runs.values() if d is not None)
+    return (
+        f"- `tooluse serve-env` holding {goal['sessions']:,} sessions that think {goal['think_s']:g} s between steps, "
+        f"p99 step latency: {'; '.join(parts)}; "
+        f"{'every verdict equal to in-process' if equal else 'SOME VERDICTS DIFFER from in-process'} "
+        "(`env_server_load.json`, `env_server_load_delta.json`).\n"
+    )
 
 
 def env_server_table() -> str:
