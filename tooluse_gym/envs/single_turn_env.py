@@ -181,33 +181,24 @@ class SingleTurnEnv(TaskEnv):
         decoded = parts.decoder.decode(action)
         result = self._verdict = parts.judge(decoded)
         content, failure = decoded.content, decoded.failure
-        messages = self.messages
-        if type(action) is str:  # `_assistant_message`'s answer for text
-            messages.append({"role": "assistant", "content": content})
-        else:
-            messages.append(_assistant_message(action, content))
+        self.messages.append(_assistant_message(action, content))
         self._done = True
-        task_id, valid, error_type, message = task.task_id, result.valid, result.error_type, result.message
-        reward = 1.0 if valid else 0.0
-        turn = {"turn": 0, "checked": True, "valid": valid, "error_type": error_type}
-        if message is not None:
-            turn["message"] = message
-        record = StepRecord(0, content, decoded.shown_calls(), (), failure)
-        # `AstVerdict.to_dict`, written out, with the turns
-        checker = {"valid": valid, "error_type": error_type, "error_message": message, "turns": [dict(turn)]}
-        tooluse = {"task_id": task_id, "reward": reward, "turns": 1, "steps": 0}
-        info: dict[str, Any]  # the same keys in the same order either way, ``parse_failure`` only on a failure
+        reward = 1.0 if result.valid else 0.0
+        turn = {"turn": 0, "checked": True, "valid": result.valid, "error_type": result.error_type}
+        if result.message is not None:
+            turn["message"] = result.message
+        info: dict[str, Any] = {"task_id": task.task_id, "turn": 0}
         if failure:
-            info = {
-                "task_id": task_id, "turn": 0, "parse_failure": failure, "step_record": record, "turn_verdict": turn,
-                "checker": checker, "tooluse": tooluse, "steps_in_turn": 0, "env_messages": [],
-            }  # fmt: skip
-        else:
-            info = {
-                "task_id": task_id, "turn": 0, "step_record": record, "turn_verdict": turn,
-                "checker": checker, "tooluse": tooluse, "steps_in_turn": 0, "env_messages": [],
-            }  # fmt: skip
-        return {"messages": list(messages), "tools": list(parts.tools)}, reward, True, False, info
+            info["parse_failure"] = failure
+        info.update(
+            step_record=StepRecord(0, content, decoded.shown_calls(), (), failure),
+            turn_verdict=turn,
+            checker={**result.to_dict(), "turns": [dict(turn)]},
+            tooluse={"task_id": task.task_id, "reward": reward, "turns": 1, "steps": 0},
+            steps_in_turn=0,
+            env_messages=[],
+        )
+        return {"messages": list(self.messages), "tools": list(parts.tools)}, reward, True, False, info
 
     def _shown_verdict(self) -> Any:
         return self._verdict

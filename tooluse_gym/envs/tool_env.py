@@ -349,11 +349,7 @@ def protocol_card(env: gym.Env) -> ProtocolCard:
     return task_env(env).protocol
 
 
-_NEW_DICT: Any = object()
-"""`PlayedMessages`' default ``reset_info``: a new empty dict per result (the field's ``default_factory``)."""
-
-
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class PlayedMessages:
     """What `play_messages` saw: the last step's reward and flags, every step's info, and the reset's info."""
 
@@ -362,24 +358,6 @@ class PlayedMessages:
     truncated: bool
     infos: tuple[dict[str, Any], ...]
     reset_info: dict[str, Any] = field(default_factory=dict)
-
-    def __init__(
-        self,
-        reward: float,
-        terminated: bool,
-        truncated: bool,
-        infos: tuple[dict[str, Any], ...],
-        reset_info: dict[str, Any] = _NEW_DICT,
-    ) -> None:
-        # one store of the fields (as `tooluse_gym.types.StepRecord` does): one result per episode scored
-        fields = {
-            "reward": reward,
-            "terminated": terminated,
-            "truncated": truncated,
-            "infos": infos,
-            "reset_info": {} if reset_info is _NEW_DICT else reset_info,
-        }
-        object.__setattr__(self, "__dict__", fields)
 
 
 def play_messages(env: gym.Env, task_id: str, messages: Iterable[Any], seed: int = 0) -> PlayedMessages:

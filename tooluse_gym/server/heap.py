@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import gc
 import threading
-import time
-from dataclasses import dataclass
 
 FULL_EVERY_S = 60.0
 """Seconds between the serving process's full collections (`tooluse serve-env --full-gc-every`).
@@ -34,16 +32,6 @@ A full collection pauses a worker holding 1,024 sessions for about 0.3 s. Once a
 8 objects an episode."""
 _NEVER = 2**31 - 1
 """A generation-2 threshold no count reaches: CPython starts no full collection of its own."""
-
-
-@dataclass
-class Pauses:
-    """The full collections a `ScheduledCollector` ran: how many, the last and longest pause (ms), objects freed."""
-
-    count: int = 0
-    last_ms: float = 0.0
-    max_ms: float = 0.0
-    collected: int = 0
 
 
 class ScheduledCollector:
@@ -57,7 +45,6 @@ class ScheduledCollector:
         if not every_s > 0:
             raise ValueError(f"every_s must be > 0 seconds, got {every_s}")
         self.every_s = every_s
-        self.pauses = Pauses()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._threshold: tuple[int, int, int] | None = None
@@ -73,17 +60,6 @@ class ScheduledCollector:
         self._thread.start()
         return self
 
-    def collect(self) -> int:
-        """One full collection now; returns the objects it freed (and records its pause)."""
-        start = time.perf_counter()
-        freed = gc.collect(2)
-        ms = (time.perf_counter() - start) * 1000
-        self.pauses.count += 1
-        self.pauses.last_ms = ms
-        self.pauses.max_ms = max(self.pauses.max_ms, ms)
-        self.pauses.collected += freed
-        return freed
-
     def stop(self) -> None:
         """End the clock and give the full collections back to CPython (its threshold as it was)."""
         self._stop.set()
@@ -95,7 +71,7 @@ class ScheduledCollector:
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
-            self.collect()
+            gc.collect(2)  # its count and what it freed: gc.get_stats()[2]
 
 
 def settle_heap(full_every_s: float | None = FULL_EVERY_S) -> ScheduledCollector | None:
